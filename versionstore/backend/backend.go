@@ -1,0 +1,97 @@
+package backend
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+)
+
+// ObjectID is the SHA-256 of an object's canonical encoding.
+type ObjectID [32]byte
+
+// String returns the lowercase hex form used everywhere ids are shown.
+func (id ObjectID) String() string { return hex.EncodeToString(id[:]) }
+
+// Errors callers branch on. Implementations wrap them with context.
+var (
+	// ErrObjectNotFound reports a missing object.
+	ErrObjectNotFound = errors.New("object not found")
+	// ErrRefNotFound reports a missing reference.
+	ErrRefNotFound = errors.New("reference not found")
+	// ErrRefConflict reports that a reference did not hold its expected
+	// value when a batch was applied; nothing of that batch was written.
+	ErrRefConflict = errors.New("reference changed concurrently")
+	// ErrClosed reports use of a closed backend.
+	ErrClosed = errors.New("backend closed")
+)
+
+// Object is one immutable object. Its ID must be the SHA-256 of Data; the
+// backend does not re-hash, callers guarantee it.
+type Object struct {
+	ID   ObjectID
+	Data []byte
+}
+
+// RefUpdate is one compare-and-swap of a named reference. Expected nil means
+// the reference must not exist; New nil deletes it. Values are opaque bytes
+// compared for equality.
+type RefUpdate struct {
+	Name     string
+	Expected []byte
+	New      []byte
+}
+
+// Ref is a stored reference: its name and opaque value.
+type Ref struct {
+	Name  string
+	Value []byte
+}
+
+// LogRecord is one entry of the reference log, with the sequence number the
+// backend assigned when it was appended. Sequence numbers increase strictly
+// in append order and are never reused.
+type LogRecord struct {
+	Seq   uint64
+	Value []byte
+}
+
+// Batch is everything one atomic write changes. Either all of it becomes
+// durable, or none of it does.
+type Batch struct {
+	// Objects are stored if absent; storing an existing id is a no-op.
+	Objects []Object
+	// Refs are applied only if every Expected value matches.
+	Refs []RefUpdate
+	// Log values are appended to the reference log in order.
+	Log [][]byte
+}
+
+// Backend is durable storage for the version store. All methods are safe for
+// concurrent use. Apply must not return until the batch is durable (synced),
+// unless the backend was explicitly opened without durability for tests.
+type Backend interface {
+	// GetObject returns the object's bytes; the caller may retain them.
+	GetObject(ctx context.Context, id ObjectID) ([]byte, error)
+	// HasObject reports whether the object exists.
+	HasObject(ctx context.Context, id ObjectID) (bool, error)
+	// ObjectsWithPrefix lists up to limit object ids starting with prefix,
+	// in ascending order; used to resolve abbreviated hashes.
+	ObjectsWithPrefix(ctx context.Context, prefix []byte, limit int) ([]ObjectID, error)
+
+	// GetRef returns the reference's current value.
+	GetRef(ctx context.Context, name string) ([]byte, error)
+	// ListRefs returns every reference, ordered by name.
+	ListRefs(ctx context.Context) ([]Ref, error)
+
+	// ReadLog returns up to limit log records with Seq < before, newest
+	// first. before == 0 means from the newest record.
+	ReadLog(ctx context.Context, before uint64, limit int) ([]LogRecord, error)
+
+	// Apply writes the batch atomically and durably. If any RefUpdate's
+	// Expected value does not match, it returns an error wrapping
+	// ErrRefConflict and writes nothing.
+	Apply(ctx context.Context, b Batch) error
+
+	// Close releases the backend. Pending Apply calls finish first.
+	Close() error
+}

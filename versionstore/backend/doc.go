@@ -1,0 +1,9 @@
+// Package backend defines what the version store needs from durable storage:
+// immutable, content-addressed objects (get, has, put-if-absent), a small set
+// of named references updated by compare-and-swap, and an append-only
+// reference log, all changed together by one atomic, durable batch.
+//
+// It is deliberately narrow so that an embedded engine (Pebble) and a shared
+// SQL database can both implement it without the version store changing. This
+// package must not import the version store, HTTP, or Iceberg packages.
+package backend

@@ -1,0 +1,20 @@
+// Package versionstore is floe's content-addressed, whole-catalog version
+// history: content values, tree nodes and commits are immutable objects named
+// by the SHA-256 of their canonical encoding; branches and tags are named
+// references moved by compare-and-swap; every move is recorded in a reference
+// log.
+//
+// A commit's tree is a persistent sorted map from content key to content
+// value, stored as a Merkle search tree whose node boundaries depend only on
+// the keys it holds. Equal key sets therefore give equal trees, updates write
+// O(k log n) nodes and diffs skip equal subtrees.
+//
+// The store owns the commit rule (per-key optimistic concurrency with
+// automatic rebase), group commit (concurrent commits to one branch are
+// applied in order in memory and made durable in one batch), merge base,
+// merge, transplant and diff at the level of keys.
+//
+// It knows nothing of HTTP, Iceberg JSON or authorization: it must not
+// import rest/, policy/, server/ or any Iceberg package. Durable storage is
+// reached only through the narrow interface in versionstore/backend.
+package versionstore

@@ -1,0 +1,144 @@
+package versionstore
+
+import (
+	"bytes"
+	"fmt"
+	"hash/fnv"
+	"math/bits"
+)
+
+// node is one decoded tree node. At level 0 (a leaf) entry i maps keys[i] to
+// the hash of a content value; above, entry i points at a child node of the
+// level below whose last key is keys[i]. Keys are strictly increasing and a
+// stored node is never empty.
+type node struct {
+	level  int
+	keys   [][]byte
+	hashes []Hash
+	size   int // encoded size, for cache accounting
+}
+
+// maxNodeLevel bounds the height of a tree; with a fan-out of 64 it allows
+// far more keys than any catalog holds.
+const maxNodeLevel = 16
+
+// levelBits sets the expected fan-out: a key closes a node at level L when
+// its level exceeds L, which happens with probability 2^-levelBits.
+const levelBits = 6
+
+// keyLevel is the height at which a key becomes a node boundary. It depends
+// only on the key, which makes a tree's shape a function of its key set
+// (history independence): equal key sets give equal trees, so diffs can skip
+// equal subtrees. FNV-1a is stable across processes and versions; the
+// finalizer spreads its weak low bits.
+func keyLevel(key []byte) int {
+	h := fnv.New64a()
+	h.Write(key)
+	x := h.Sum64()
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return bits.TrailingZeros64(x|1<<63) / levelBits
+}
+
+// isBoundary reports whether an entry with this key ends a node at level.
+func isBoundary(key []byte, level int) bool { return keyLevel(key) > level }
+
+func encodeNode(n *node) []byte {
+	size := 8
+	for _, k := range n.keys {
+		size += len(k) + len(Hash{}) + 4
+	}
+	e := encoder{buf: make([]byte, 0, size)}
+	e.byte(kindNode)
+	e.byte(formatV1)
+	e.uvarint(uint64(n.level))
+	e.uvarint(uint64(len(n.keys)))
+	var prev []byte
+	for i, k := range n.keys {
+		shared := commonPrefix(prev, k)
+		e.uvarint(uint64(shared))
+		e.bytes(k[shared:])
+		e.hash(n.hashes[i])
+		prev = k
+	}
+	return e.buf
+}
+
+func decodeNode(b []byte) (*node, error) {
+	d := decoder{buf: b}
+	d.header(kindNode)
+	level := d.uvarint()
+	if d.err == nil && level > maxNodeLevel {
+		d.fail("node level %d exceeds %d", level, maxNodeLevel)
+	}
+	n := d.count(2+len(Hash{}), "node entries")
+	if d.err == nil && n == 0 {
+		d.fail("empty node")
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("decode node: %w", d.err)
+	}
+	nd := &node{level: int(level), keys: make([][]byte, n), hashes: make([]Hash, n), size: len(b)}
+	// One backing array for all keys keeps a node to a few allocations.
+	arena := make([]byte, 0, len(b))
+	var prev []byte
+	for i := 0; i < n && d.err == nil; i++ {
+		shared := d.length(maxKeyBytes, "shared prefix")
+		suffix := d.bytes(maxKeyBytes)
+		if d.err == nil && shared > len(prev) {
+			d.fail("shared prefix %d longer than previous key", shared)
+		}
+		if d.err != nil {
+			break
+		}
+		start := len(arena)
+		arena = append(arena, prev[:shared]...)
+		arena = append(arena, suffix...)
+		key := arena[start:len(arena):len(arena)]
+		if len(key) == 0 || len(key) > maxKeyBytes {
+			d.fail("key length %d", len(key))
+		} else if i > 0 && bytes.Compare(prev, key) >= 0 {
+			d.fail("keys not strictly increasing")
+		}
+		nd.keys[i] = key
+		nd.hashes[i] = d.hash()
+		prev = key
+	}
+	if err := d.finish(); err != nil {
+		return nil, fmt.Errorf("decode node: %w", err)
+	}
+	return nd, nil
+}
+
+// maxKeyBytes bounds an encoded key.
+const maxKeyBytes = maxKeyElements * (maxElementBytes + 1)
+
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// search returns the index of the first entry whose key is >= key, or
+// len(keys) if there is none.
+func (n *node) search(key []byte) int {
+	lo, hi := 0, len(n.keys)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(n.keys[m], key) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+func (n *node) lastKey() []byte { return n.keys[len(n.keys)-1] }

@@ -1,0 +1,58 @@
+package pebblebackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/floe-catalog/floe/versionstore/backend"
+)
+
+// ReadLog returns up to limit durable log records with Seq < before, newest
+// first; before == 0 means from the newest. Records whose batch is still
+// waiting for its fsync are not shown. limit must be positive.
+func (b *Backend) ReadLog(ctx context.Context, before uint64, limit int) ([]backend.LogRecord, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("pebblebackend: read log before %d: limit %d must be positive", before, limit)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("pebblebackend: read log before %d: %w", before, err)
+	}
+	if err := b.enter("read log"); err != nil {
+		return nil, err
+	}
+	defer b.leave()
+
+	// Exclusive upper bound: the smaller of before and durableSeq+1.
+	upper := b.durableSeq.Load() + 1
+	if before != 0 && before < upper {
+		upper = before
+	}
+	it, err := b.db.NewIter(&pebble.IterOptions{
+		LowerBound: []byte{prefixLog},
+		UpperBound: logKey(upper),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pebblebackend: read log before %d: %w", before, err)
+	}
+	var recs []backend.LogRecord
+	for ok := it.Last(); ok && len(recs) < limit; ok = it.Prev() {
+		var seq uint64
+		seq, err = decodeLogKey(it.Key())
+		if err != nil {
+			break
+		}
+		var v []byte
+		v, err = it.ValueAndErr()
+		if err != nil {
+			break
+		}
+		recs = append(recs, backend.LogRecord{Seq: seq, Value: append([]byte{}, v...)})
+	}
+	if err := errors.Join(err, it.Error(), it.Close()); err != nil {
+		return nil, fmt.Errorf("pebblebackend: read log before %d: %w", before, err)
+	}
+	return recs, nil
+}

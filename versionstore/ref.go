@@ -1,0 +1,241 @@
+package versionstore
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// RefType distinguishes branches from tags. Values are stored.
+type RefType uint8
+
+const (
+	// Branch is a movable reference that commits land on.
+	Branch RefType = 1
+	// Tag is a reference that only moves when assigned explicitly.
+	Tag RefType = 2
+)
+
+func (t RefType) String() string {
+	switch t {
+	case Branch:
+		return "BRANCH"
+	case Tag:
+		return "TAG"
+	default:
+		return fmt.Sprintf("UNKNOWN(%d)", uint8(t))
+	}
+}
+
+// Retention holds a reference's expiry settings, applied by a later
+// garbage collector. Zero values mean "keep".
+type Retention struct {
+	MaxRefAge          time.Duration // delete the ref when its head is older
+	MaxSnapshotAge     time.Duration // expire Iceberg snapshots older than this
+	MinSnapshotsToKeep int32         // but always keep this many
+}
+
+// Ref is a branch or tag and the commit it points at. Refs handed out by
+// the store are immutable snapshots.
+type Ref struct {
+	Name      string
+	Type      RefType
+	Head      Hash
+	Created   time.Time
+	Retention Retention
+
+	raw []byte // the stored encoding, the compare-and-swap value
+}
+
+// refNamePattern is Nessie's: letters, digits and ./_- with slashes allowed,
+// starting with a letter, not ending in a dot or slash, and no "..".
+var refNamePattern = regexp.MustCompile(`^[A-Za-z](?:[A-Za-z0-9./_-]*[A-Za-z0-9_-])?$`)
+
+// maxRefNameBytes bounds reference names.
+const maxRefNameBytes = 256
+
+// ValidateRefName checks a branch or tag name.
+func ValidateRefName(name string) error {
+	if len(name) > maxRefNameBytes || !refNamePattern.MatchString(name) || strings.Contains(name, "..") ||
+		strings.Contains(name, "//") {
+		return fmt.Errorf("%w: invalid reference name %q: must start with a letter, contain only letters, digits and ./_-, and not contain '..' or end with '.' or '/'", ErrInvalid, name)
+	}
+	return nil
+}
+
+func encodeRef(r *Ref) []byte {
+	e := encoder{buf: make([]byte, 0, 96+len(r.Name))}
+	e.byte(kindRef)
+	e.byte(formatV1)
+	e.string(r.Name)
+	e.byte(byte(r.Type))
+	e.hash(r.Head)
+	e.varint(r.Created.UnixMicro())
+	e.varint(int64(r.Retention.MaxRefAge))
+	e.varint(int64(r.Retention.MaxSnapshotAge))
+	e.varint(int64(r.Retention.MinSnapshotsToKeep))
+	return e.buf
+}
+
+func decodeRef(b []byte) (*Ref, error) {
+	d := decoder{buf: b}
+	d.header(kindRef)
+	r := &Ref{raw: b}
+	r.Name = d.string(maxRefNameBytes)
+	r.Type = RefType(d.byte())
+	r.Head = d.hash()
+	r.Created = time.UnixMicro(d.varint()).UTC()
+	r.Retention.MaxRefAge = time.Duration(d.varint())
+	r.Retention.MaxSnapshotAge = time.Duration(d.varint())
+	r.Retention.MinSnapshotsToKeep = d.int32()
+	if err := d.finish(); err != nil {
+		return nil, fmt.Errorf("decode ref: %w", err)
+	}
+	if r.Type != Branch && r.Type != Tag {
+		return nil, fmt.Errorf("decode ref %q: %w: type %d", r.Name, ErrCorrupt, r.Type)
+	}
+	return r, nil
+}
+
+// withRaw returns r with its encoding filled in.
+func (r *Ref) withRaw() *Ref {
+	r.raw = encodeRef(r)
+	return r
+}
+
+// refMirror holds every reference in memory so that resolving and listing
+// never touch the backend or take a lock. Each ref's slot is written only by
+// that ref's committer; the table itself is replaced copy-on-write when refs
+// are created or deleted, which is rare.
+type refMirror struct {
+	mu    sync.Mutex // serializes table replacement
+	table atomic.Pointer[refTable]
+}
+
+type refTable struct {
+	byName map[string]*refSlot
+	sorted []*refSlot // by name
+}
+
+type refSlot struct {
+	name string
+	ref  atomic.Pointer[Ref]
+}
+
+func newRefMirror(refs []*Ref) *refMirror {
+	t := &refTable{byName: make(map[string]*refSlot, len(refs))}
+	for _, r := range refs {
+		s := &refSlot{name: r.Name}
+		s.ref.Store(r)
+		t.byName[r.Name] = s
+		t.sorted = append(t.sorted, s)
+	}
+	slices.SortFunc(t.sorted, func(a, b *refSlot) int { return strings.Compare(a.name, b.name) })
+	m := &refMirror{}
+	m.table.Store(t)
+	return m
+}
+
+func (m *refMirror) get(name string) *Ref {
+	if s, ok := m.table.Load().byName[name]; ok {
+		return s.ref.Load()
+	}
+	return nil
+}
+
+func (m *refMirror) list() []*Ref {
+	t := m.table.Load()
+	out := make([]*Ref, 0, len(t.sorted))
+	for _, s := range t.sorted {
+		out = append(out, s.ref.Load())
+	}
+	return out
+}
+
+// set records the new state of one ref (nil: deleted).
+func (m *refMirror) set(name string, r *Ref) {
+	if s, ok := m.table.Load().byName[name]; ok && r != nil {
+		s.ref.Store(r)
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := m.table.Load()
+	t := &refTable{byName: make(map[string]*refSlot, len(old.byName)+1)}
+	for _, s := range old.sorted {
+		if s.name == name {
+			continue
+		}
+		t.byName[s.name] = s
+		t.sorted = append(t.sorted, s)
+	}
+	if r != nil {
+		s := &refSlot{name: name}
+		s.ref.Store(r)
+		t.byName[name] = s
+		i, _ := slices.BinarySearchFunc(t.sorted, name, func(s *refSlot, n string) int { return strings.Compare(s.name, n) })
+		t.sorted = slices.Insert(t.sorted, i, s)
+	}
+	m.table.Store(t)
+}
+
+// RefLogOp names what moved a reference.
+type RefLogOp string
+
+// Reference log operations.
+const (
+	RefLogCreate     RefLogOp = "CREATE"
+	RefLogAssign     RefLogOp = "ASSIGN"
+	RefLogDelete     RefLogOp = "DELETE"
+	RefLogCommit     RefLogOp = "COMMIT"
+	RefLogMerge      RefLogOp = "MERGE"
+	RefLogTransplant RefLogOp = "TRANSPLANT"
+	RefLogRetention  RefLogOp = "SET_RETENTION"
+)
+
+// RefLogEntry is one move of a reference, kept for audit.
+type RefLogEntry struct {
+	Seq       uint64
+	Ref       string
+	RefType   RefType
+	Op        RefLogOp
+	From      Hash // zero when created
+	To        Hash // zero when deleted
+	Principal string
+	Time      time.Time
+}
+
+func encodeRefLog(e *RefLogEntry) []byte {
+	enc := encoder{buf: make([]byte, 0, 128)}
+	enc.byte(kindRefLog)
+	enc.byte(formatV1)
+	enc.string(e.Ref)
+	enc.byte(byte(e.RefType))
+	enc.string(string(e.Op))
+	enc.hash(e.From)
+	enc.hash(e.To)
+	enc.string(e.Principal)
+	enc.varint(e.Time.UnixMicro())
+	return enc.buf
+}
+
+func decodeRefLog(seq uint64, b []byte) (*RefLogEntry, error) {
+	d := decoder{buf: b}
+	d.header(kindRefLog)
+	e := &RefLogEntry{Seq: seq}
+	e.Ref = d.string(maxRefNameBytes)
+	e.RefType = RefType(d.byte())
+	e.Op = RefLogOp(d.string(64))
+	e.From = d.hash()
+	e.To = d.hash()
+	e.Principal = d.string(maxStringBytes)
+	e.Time = time.UnixMicro(d.varint()).UTC()
+	if err := d.finish(); err != nil {
+		return nil, fmt.Errorf("decode ref log entry %d: %w", seq, err)
+	}
+	return e, nil
+}

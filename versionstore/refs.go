@@ -1,0 +1,145 @@
+package versionstore
+
+import (
+	"context"
+	"fmt"
+)
+
+// CreateRefRequest creates a branch or tag at an existing commit.
+type CreateRefRequest struct {
+	Name      string
+	Type      RefType
+	Target    Hash // NoAncestor for an empty branch
+	Retention Retention
+	Principal string
+}
+
+// CreateRef creates a reference. Branch and tag names share one namespace.
+func (s *Store) CreateRef(ctx context.Context, req CreateRefRequest) (*Ref, error) {
+	if err := ValidateRefName(req.Name); err != nil {
+		return nil, err
+	}
+	if req.Type != Branch && req.Type != Tag {
+		return nil, fmt.Errorf("%w: unknown reference type %d", ErrInvalid, req.Type)
+	}
+	if err := validateRetention(req.Retention); err != nil {
+		return nil, err
+	}
+	if _, err := s.commit(ctx, req.Target); err != nil {
+		return nil, fmt.Errorf("create %s %q: %w", req.Type, req.Name, err)
+	}
+	res, err := s.write(ctx, req.Name, func(ctx context.Context, t *refTxn) (any, error) {
+		if t.ref != nil {
+			return nil, fmt.Errorf("%w: %s %q", ErrReferenceExists, t.ref.Type, req.Name)
+		}
+		now := s.now()
+		t.ref = (&Ref{Name: req.Name, Type: req.Type, Head: req.Target, Created: now, Retention: req.Retention}).withRaw()
+		t.log = append(t.log, &RefLogEntry{Ref: req.Name, RefType: req.Type, Op: RefLogCreate, To: req.Target, Principal: req.Principal, Time: now})
+		return t.ref, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*Ref), nil
+}
+
+// AssignRefRequest points a reference at another commit. Expected must be
+// the reference's current head.
+type AssignRefRequest struct {
+	Name      string
+	Type      RefType // 0: either
+	Expected  Hash
+	Target    Hash
+	Principal string
+}
+
+// AssignRef moves a branch or tag to any existing commit.
+func (s *Store) AssignRef(ctx context.Context, req AssignRefRequest) (*Ref, error) {
+	if err := ValidateRefName(req.Name); err != nil {
+		return nil, err
+	}
+	if _, err := s.commit(ctx, req.Target); err != nil {
+		return nil, fmt.Errorf("assign %q: %w", req.Name, err)
+	}
+	res, err := s.write(ctx, req.Name, func(ctx context.Context, t *refTxn) (any, error) {
+		if err := t.checkRef(req.Type, req.Expected); err != nil {
+			return nil, err
+		}
+		t.move(req.Target, RefLogAssign, req.Principal)
+		return t.ref, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*Ref), nil
+}
+
+// DeleteRefRequest deletes a reference whose head is Expected.
+type DeleteRefRequest struct {
+	Name      string
+	Type      RefType // 0: either
+	Expected  Hash
+	Principal string
+}
+
+// DeleteRef deletes a branch or tag. The default branch cannot be deleted.
+func (s *Store) DeleteRef(ctx context.Context, req DeleteRefRequest) error {
+	if req.Name == DefaultBranch {
+		return fmt.Errorf("%w: the default branch %q cannot be deleted", ErrForbidden, DefaultBranch)
+	}
+	if err := ValidateRefName(req.Name); err != nil {
+		return err
+	}
+	_, err := s.write(ctx, req.Name, func(ctx context.Context, t *refTxn) (any, error) {
+		if err := t.checkRef(req.Type, req.Expected); err != nil {
+			return nil, err
+		}
+		t.log = append(t.log, &RefLogEntry{Ref: req.Name, RefType: t.ref.Type, Op: RefLogDelete, From: t.ref.Head, Principal: req.Principal, Time: s.now()})
+		t.ref = nil
+		return nil, nil
+	})
+	return err
+}
+
+// SetRetention changes a reference's retention settings.
+func (s *Store) SetRetention(ctx context.Context, name string, r Retention, principal string) (*Ref, error) {
+	if err := validateRetention(r); err != nil {
+		return nil, err
+	}
+	res, err := s.write(ctx, name, func(ctx context.Context, t *refTxn) (any, error) {
+		if t.ref == nil {
+			return nil, fmt.Errorf("%q: %w", name, ErrReferenceNotFound)
+		}
+		nr := *t.ref
+		nr.Retention = r
+		t.ref = nr.withRaw()
+		t.log = append(t.log, &RefLogEntry{Ref: name, RefType: nr.Type, Op: RefLogRetention, From: nr.Head, To: nr.Head, Principal: principal, Time: s.now()})
+		return t.ref, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*Ref), nil
+}
+
+func validateRetention(r Retention) error {
+	if r.MaxRefAge < 0 || r.MaxSnapshotAge < 0 || r.MinSnapshotsToKeep < 0 {
+		return fmt.Errorf("%w: retention settings cannot be negative", ErrInvalid)
+	}
+	return nil
+}
+
+// checkRef verifies the reference exists with the given type (0: any) and
+// head.
+func (t *refTxn) checkRef(typ RefType, expected Hash) error {
+	if t.ref == nil {
+		return fmt.Errorf("%q: %w", t.name, ErrReferenceNotFound)
+	}
+	if typ != 0 && t.ref.Type != typ {
+		return fmt.Errorf("%w: %q is a %s, not a %s", ErrReferenceNotFound, t.name, t.ref.Type, typ)
+	}
+	if t.ref.Head != expected {
+		return unexpectedHash(t.name, expected, t.ref.Head)
+	}
+	return nil
+}

@@ -1,0 +1,270 @@
+package versionstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/floe-catalog/floe/versionstore/backend"
+)
+
+// DefaultBranch is the branch every store starts with.
+const DefaultBranch = "main"
+
+// Options configure a Store.
+type Options struct {
+	Logger *slog.Logger
+	// CacheBytes bounds the decoded-object cache; 0 means 128 MiB.
+	CacheBytes int64
+	// Now is the clock for commit and reference-log times; nil is
+	// time.Now. Tests set it to make histories reproducible.
+	Now func() time.Time
+	// MaxGroup bounds how many queued writes one durable batch carries;
+	// 0 means 256.
+	MaxGroup int
+}
+
+// Store is the version store. All methods are safe for concurrent use.
+type Store struct {
+	be       backend.Backend
+	logger   *slog.Logger
+	now      func() time.Time
+	cache    *objectCache
+	refs     *refMirror
+	maxGroup int
+
+	queuesMu sync.Mutex
+	queues   map[string]*refQueue
+
+	closeMu sync.RWMutex // held shared by every write in flight
+	closed  atomic.Bool
+
+	stats Stats
+}
+
+// Stats are cumulative counters, exported as metrics by the server.
+type Stats struct {
+	Commits        atomic.Uint64 // commits made durable
+	Batches        atomic.Uint64 // durable batches written
+	Conflicts      atomic.Uint64 // writes refused with a ConflictError
+	Rebases        atomic.Uint64 // commits applied onto a head that moved since their expected hash
+	BackendRetries atomic.Uint64 // batches retried after the backend saw a concurrent ref change
+}
+
+// Open opens a store over be, creating the default branch on first use.
+// The store owns be and closes it in Close.
+func Open(ctx context.Context, be backend.Backend, opts Options) (*Store, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.CacheBytes <= 0 {
+		opts.CacheBytes = 128 << 20
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxGroup <= 0 {
+		opts.MaxGroup = 256
+	}
+	s := &Store{
+		be:       be,
+		logger:   opts.Logger,
+		now:      func() time.Time { return opts.Now().UTC().Truncate(time.Microsecond) },
+		cache:    newObjectCache(opts.CacheBytes),
+		maxGroup: opts.MaxGroup,
+		queues:   map[string]*refQueue{},
+	}
+	refs, err := s.loadRefs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(refs) == 0 {
+		// A fresh store; main can never be deleted, so no refs at all
+		// means nothing was ever initialised.
+		r := (&Ref{Name: DefaultBranch, Type: Branch, Head: NoAncestor, Created: s.now()}).withRaw()
+		entry := encodeRefLog(&RefLogEntry{Ref: r.Name, RefType: Branch, Op: RefLogCreate, To: NoAncestor, Principal: "floe", Time: r.Created})
+		err := be.Apply(ctx, backend.Batch{
+			Refs: []backend.RefUpdate{{Name: r.Name, New: r.raw}},
+			Log:  [][]byte{entry},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("initialise default branch: %w", err)
+		}
+		refs = []*Ref{r}
+	}
+	s.refs = newRefMirror(refs)
+	if s.refs.get(DefaultBranch) == nil {
+		return nil, fmt.Errorf("%w: default branch %q is missing", ErrCorrupt, DefaultBranch)
+	}
+	return s, nil
+}
+
+func (s *Store) loadRefs(ctx context.Context) ([]*Ref, error) {
+	stored, err := s.be.ListRefs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load references: %w", err)
+	}
+	refs := make([]*Ref, 0, len(stored))
+	for _, sr := range stored {
+		r, err := decodeRef(sr.Value)
+		if err != nil {
+			return nil, err
+		}
+		if r.Name != sr.Name {
+			return nil, fmt.Errorf("%w: reference stored as %q is named %q", ErrCorrupt, sr.Name, r.Name)
+		}
+		refs = append(refs, r)
+	}
+	return refs, nil
+}
+
+// Close waits for writes in flight, then closes the backend.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return ErrClosed
+	}
+	s.closeMu.Lock() // waits for in-flight writes
+	defer s.closeMu.Unlock()
+	return s.be.Close()
+}
+
+// Check is a cheap readiness probe: the store is open and the default
+// branch's head commit is readable.
+func (s *Store) Check(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	r := s.refs.get(DefaultBranch)
+	if r == nil {
+		return fmt.Errorf("default branch %q: %w", DefaultBranch, ErrReferenceNotFound)
+	}
+	if _, err := s.commit(ctx, r.Head); err != nil {
+		return fmt.Errorf("read head of %q: %w", DefaultBranch, err)
+	}
+	return nil
+}
+
+// Stats returns the store's counters.
+func (s *Store) Stats() *Stats { return &s.stats }
+
+// GetRef returns a reference by name.
+func (s *Store) GetRef(name string) (*Ref, error) {
+	if r := s.refs.get(name); r != nil {
+		return r, nil
+	}
+	return nil, fmt.Errorf("%q: %w", name, ErrReferenceNotFound)
+}
+
+// ListRefs returns every reference, ordered by name.
+func (s *Store) ListRefs() []*Ref { return s.refs.list() }
+
+// ReadCommit returns one commit. NoAncestor reads as an empty root.
+func (s *Store) ReadCommit(ctx context.Context, h Hash) (*Commit, error) {
+	c, err := s.commit(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	return c.clone(), nil
+}
+
+// GetContent returns the content stored under key at a commit.
+func (s *Store) GetContent(ctx context.Context, at Hash, key ContentKey) (*Content, error) {
+	if err := key.Validate(); err != nil {
+		return nil, err
+	}
+	c, err := s.commit(ctx, at)
+	if err != nil {
+		return nil, err
+	}
+	v, ok, err := lookup(ctx, s, c.Tree, key.Encode())
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%q at %s: %w", key.String(), at, ErrContentNotFound)
+	}
+	ct, err := s.content(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	return ct.Clone(), nil
+}
+
+// GetContents returns the contents of the keys present at a commit; absent
+// keys are left out, as Nessie does.
+func (s *Store) GetContents(ctx context.Context, at Hash, keys []ContentKey) (map[string]*Content, error) {
+	c, err := s.commit(ctx, at)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*Content, len(keys))
+	for _, k := range keys {
+		if err := k.Validate(); err != nil {
+			return nil, err
+		}
+		v, ok, err := lookup(ctx, s, c.Tree, k.Encode())
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		ct, err := s.content(ctx, v)
+		if err != nil {
+			return nil, err
+		}
+		out[string(k.Encode())] = ct.Clone()
+	}
+	return out, nil
+}
+
+// PutBlob stores an immutable blob (such as a table's metadata JSON) and
+// returns its hash; Content.Metadata may name it.
+func (s *Store) PutBlob(ctx context.Context, data []byte) (Hash, error) {
+	if err := s.beginWrite(); err != nil {
+		return Hash{}, err
+	}
+	defer s.closeMu.RUnlock()
+	b := make([]byte, 0, len(data)+2)
+	b = append(b, kindBlob, formatV1)
+	b = append(b, data...)
+	h := hashOf(b)
+	if err := s.be.Apply(ctx, backend.Batch{Objects: []backend.Object{{ID: h, Data: b}}}); err != nil {
+		return Hash{}, fmt.Errorf("store blob: %w", err)
+	}
+	return h, nil
+}
+
+// GetBlob returns a blob stored by PutBlob.
+func (s *Store) GetBlob(ctx context.Context, h Hash) ([]byte, error) {
+	data, err := s.be.GetObject(ctx, h)
+	if err != nil {
+		if errors.Is(err, backend.ErrObjectNotFound) {
+			return nil, fmt.Errorf("blob %s: %w", h, ErrContentNotFound)
+		}
+		return nil, fmt.Errorf("read blob %s: %w", h, err)
+	}
+	if hashOf(data) != h {
+		return nil, fmt.Errorf("%w: blob %s does not match its hash", ErrCorrupt, h)
+	}
+	if len(data) < 2 || data[0] != kindBlob || data[1] != formatV1 {
+		return nil, fmt.Errorf("%w: object %s is not a blob", ErrCorrupt, h)
+	}
+	return data[2:], nil
+}
+
+// beginWrite takes the shared close lock; callers release it with
+// s.closeMu.RUnlock().
+func (s *Store) beginWrite() error {
+	s.closeMu.RLock()
+	if s.closed.Load() {
+		s.closeMu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}

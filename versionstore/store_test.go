@@ -1,0 +1,358 @@
+package versionstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/floe-catalog/floe/versionstore/pebblebackend"
+)
+
+// openTestStore opens a store on Pebble in a temporary directory.
+func openTestStore(t testing.TB, opts Options) *Store {
+	t.Helper()
+	return openStoreAt(t, t.TempDir(), opts)
+}
+
+func openStoreAt(t testing.TB, dir string, opts Options) *Store {
+	t.Helper()
+	be, err := pebblebackend.Open(dir, pebblebackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), be, opts)
+	if err != nil {
+		be.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func ns(elems ...string) *Content            { return &Content{Type: Namespace} }
+func table(loc string) *Content              { return &Content{Type: IcebergTable, MetadataLocation: loc} }
+func key(elems ...string) ContentKey         { return ContentKey(elems) }
+func put(k ContentKey, c *Content) Operation { return Operation{Kind: OpPut, Key: k, Content: c} }
+func del(k ContentKey) Operation             { return Operation{Kind: OpDelete, Key: k} }
+
+func head(t testing.TB, s *Store, name string) Hash {
+	t.Helper()
+	r, err := s.GetRef(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Head
+}
+
+func mustCommit(t testing.TB, s *Store, branch string, ops ...Operation) *CommitResult {
+	t.Helper()
+	res, err := s.Commit(context.Background(), CommitRequest{Branch: branch, Expected: head(t, s, branch), Operations: ops,
+		Meta: CommitMeta{Message: "test"}, Committer: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func conflictTypes(err error) []ConflictType {
+	var ce *ConflictError
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	var out []ConflictType
+	for _, c := range ce.Conflicts {
+		out = append(out, c.Type)
+	}
+	return out
+}
+
+func TestCommitRules(t *testing.T) {
+	ctx := t.Context()
+	s := openTestStore(t, Options{})
+	if h := head(t, s, "main"); h != NoAncestor {
+		t.Fatalf("new main at %s, want NoAncestor", h)
+	}
+	// A table needs its namespace.
+	_, err := s.Commit(ctx, CommitRequest{Branch: "main", Expected: NoAncestor, Operations: []Operation{put(key("db", "t1"), table("s3://w/t1/m1.json"))}})
+	if got := conflictTypes(err); len(got) != 1 || got[0] != ConflictNamespaceAbsent {
+		t.Fatalf("put without namespace: %v", err)
+	}
+	r1 := mustCommit(t, s, "main", put(key("db"), ns()), put(key("db", "t1"), table("s3://w/t1/m1.json")))
+	if len(r1.Added) != 2 {
+		t.Fatalf("added %d content ids, want 2", len(r1.Added))
+	}
+	t1, err := s.GetContent(ctx, r1.Commit.Hash, key("db", "t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Putting an existing key without its id conflicts; with it, updates.
+	_, err = s.Commit(ctx, CommitRequest{Branch: "main", Expected: r1.Commit.Hash, Operations: []Operation{put(key("db", "t1"), table("s3://w/t1/m2.json"))}})
+	if got := conflictTypes(err); len(got) != 1 || got[0] != ConflictKeyExists {
+		t.Fatalf("put without id: %v", err)
+	}
+	upd := table("s3://w/t1/m2.json")
+	upd.ID = t1.ID
+	r2 := mustCommit(t, s, "main", put(key("db", "t1"), upd))
+	// A stale expected hash still commits when its keys did not change...
+	r3, err := s.Commit(ctx, CommitRequest{Branch: "main", Expected: r1.Commit.Hash, Operations: []Operation{put(key("db", "t2"), table("s3://w/t2/m1.json"))}})
+	if err != nil || !r3.Rebased || r3.Commit.Parent() != r2.Commit.Hash {
+		t.Fatalf("rebased commit: %v %+v", err, r3)
+	}
+	// ...and conflicts when they did.
+	stale := table("s3://w/t1/m3.json")
+	stale.ID = t1.ID
+	_, err = s.Commit(ctx, CommitRequest{Branch: "main", Expected: r1.Commit.Hash, Operations: []Operation{put(key("db", "t1"), stale)}})
+	if got := conflictTypes(err); len(got) != 1 || got[0] != ConflictValueDiffers {
+		t.Fatalf("stale update: %v", err)
+	}
+	// Deleting a non-empty namespace and a missing key both conflict.
+	_, err = s.Commit(ctx, CommitRequest{Branch: "main", Expected: head(t, s, "main"), Operations: []Operation{del(key("db")), del(key("nope"))}})
+	if got := conflictTypes(err); len(got) != 1 || got[0] != ConflictKeyDoesNotExist {
+		t.Fatalf("delete missing: %v", err)
+	}
+	_, err = s.Commit(ctx, CommitRequest{Branch: "main", Expected: head(t, s, "main"), Operations: []Operation{del(key("db"))}})
+	if got := conflictTypes(err); len(got) != 1 || got[0] != ConflictNamespaceNotEmpty {
+		t.Fatalf("delete non-empty namespace: %v", err)
+	}
+	// An unrelated expected hash is refused.
+	_, err = s.Commit(ctx, CommitRequest{Branch: "main", Expected: hashOf([]byte("x")), Operations: []Operation{del(key("db", "t2"))}})
+	if !errors.Is(err, ErrCommitNotFound) {
+		t.Fatalf("unknown expected hash: %v", err)
+	}
+	// Duplicate keys are a bad request.
+	_, err = s.Commit(ctx, CommitRequest{Branch: "main", Expected: head(t, s, "main"), Operations: []Operation{del(key("db", "t2")), del(key("db", "t2"))}})
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("duplicate keys: %v", err)
+	}
+	entries, _, err := s.Entries(ctx, head(t, s, "main"), EntriesOptions{Prefix: key("db")})
+	if err != nil || len(entries) != 3 {
+		t.Fatalf("entries: %v %d", err, len(entries))
+	}
+	log, _, err := s.Log(ctx, head(t, s, "main"), LogOptions{})
+	if err != nil || len(log) != 3 {
+		t.Fatalf("log: %v, %d commits", err, len(log))
+	}
+}
+
+func TestRefsMergeTransplant(t *testing.T) {
+	ctx := t.Context()
+	s := openTestStore(t, Options{})
+	base := mustCommit(t, s, "main", put(key("db"), ns()), put(key("db", "a"), table("a1")), put(key("db", "b"), table("b1")))
+	if _, err := s.CreateRef(ctx, CreateRefRequest{Name: "dev", Type: Branch, Target: base.Commit.Hash}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateRef(ctx, CreateRefRequest{Name: "dev", Type: Tag, Target: base.Commit.Hash}); !errors.Is(err, ErrReferenceExists) {
+		t.Fatalf("duplicate ref: %v", err)
+	}
+	a, _ := s.GetContent(ctx, base.Commit.Hash, key("db", "a"))
+	b, _ := s.GetContent(ctx, base.Commit.Hash, key("db", "b"))
+	a2, b2, b3 := table("a2"), table("b2"), table("b3")
+	a2.ID, b2.ID, b3.ID = a.ID, b.ID, b.ID
+	d1 := mustCommit(t, s, "dev", put(key("db", "a"), a2))
+	d2 := mustCommit(t, s, "dev", put(key("db", "c"), table("c1")))
+	mustCommit(t, s, "main", put(key("db", "b"), b2))
+
+	// Dry run, then the merge itself: two parents, both sides kept.
+	mainHead := head(t, s, "main")
+	res, err := s.Merge(ctx, MergeRequest{Target: "main", ExpectedTarget: mainHead, From: d2.Commit.Hash, FromRef: "dev", DryRun: true})
+	if err != nil || res.WasApplied || !res.WasSuccessful || head(t, s, "main") != mainHead {
+		t.Fatalf("dry run: %v %+v", err, res)
+	}
+	res, err = s.Merge(ctx, MergeRequest{Target: "main", ExpectedTarget: mainHead, From: d2.Commit.Hash, FromRef: "dev"})
+	if err != nil || !res.WasApplied || res.CommonAncestor != base.Commit.Hash {
+		t.Fatalf("merge: %v %+v", err, res)
+	}
+	mc, _ := s.ReadCommit(ctx, res.ResultantHash)
+	if len(mc.Parents) != 2 || mc.Parents[1] != d2.Commit.Hash {
+		t.Fatalf("merge commit parents %v", mc.Parents)
+	}
+	got, _ := s.GetContents(ctx, res.ResultantHash, []ContentKey{key("db", "a"), key("db", "b"), key("db", "c")})
+	if len(got) != 3 || got[string(key("db", "a").Encode())].MetadataLocation != "a2" || got[string(key("db", "b").Encode())].MetadataLocation != "b2" {
+		t.Fatalf("merged contents wrong: %v", got)
+	}
+	// Merging again is a no-op; the base is now d2.
+	res, err = s.Merge(ctx, MergeRequest{Target: "main", ExpectedTarget: head(t, s, "main"), From: d2.Commit.Hash})
+	if err != nil || res.WasApplied || res.CommonAncestor != d2.Commit.Hash {
+		t.Fatalf("re-merge: %v %+v", err, res)
+	}
+	// Both sides change b: conflict, unless DROP or FORCE.
+	mustCommit(t, s, "dev", put(key("db", "b"), b3))
+	devHead := head(t, s, "dev")
+	res, err = s.Merge(ctx, MergeRequest{Target: "main", ExpectedTarget: head(t, s, "main"), From: devHead})
+	if got := conflictTypes(err); len(got) != 1 || got[0] != ConflictValueDiffers || res == nil || res.WasSuccessful || len(res.Details) != 1 || res.Details[0].Conflict == nil {
+		t.Fatalf("conflicting merge: %v %+v", err, res)
+	}
+	res, err = s.Merge(ctx, MergeRequest{Target: "main", ExpectedTarget: head(t, s, "main"), From: devHead, KeyModes: []KeyMergeMode{{Key: key("db", "b"), Behavior: MergeForce}}})
+	if err != nil || !res.WasApplied {
+		t.Fatalf("forced merge: %v", err)
+	}
+	if c, _ := s.GetContent(ctx, res.ResultantHash, key("db", "b")); c.MetadataLocation != "b3" {
+		t.Fatalf("forced value %q", c.MetadataLocation)
+	}
+	// Transplant d1 onto a fresh branch from base.
+	if _, err := s.CreateRef(ctx, CreateRefRequest{Name: "fix", Type: Branch, Target: base.Commit.Hash}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := s.Transplant(ctx, TransplantRequest{Target: "fix", ExpectedTarget: base.Commit.Hash, Commits: []Hash{d1.Commit.Hash, d2.Commit.Hash}})
+	if err != nil || !tr.WasApplied || len(tr.Commits) != 2 {
+		t.Fatalf("transplant: %v %+v", err, tr)
+	}
+	diff, _, err := s.Diff(ctx, base.Commit.Hash, head(t, s, "fix"), DiffOptions{})
+	if err != nil || len(diff) != 2 {
+		t.Fatalf("diff: %v %d", err, len(diff))
+	}
+	// Assign and delete need the expected head; main cannot be deleted.
+	if err := s.DeleteRef(ctx, DeleteRefRequest{Name: "fix", Expected: base.Commit.Hash}); !errors.Is(err, ErrReferenceConflict) {
+		t.Fatalf("delete with stale hash: %v", err)
+	}
+	if err := s.DeleteRef(ctx, DeleteRefRequest{Name: "fix", Expected: head(t, s, "fix")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRef(ctx, DeleteRefRequest{Name: "main", Expected: head(t, s, "main")}); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("delete main: %v", err)
+	}
+	if _, err := s.AssignRef(ctx, AssignRefRequest{Name: "dev", Expected: head(t, s, "dev"), Target: base.Commit.Hash}); err != nil {
+		t.Fatal(err)
+	}
+	entries, _, err := s.RefLog(ctx, "fix", 0, "")
+	if err != nil || len(entries) != 4 || entries[0].Op != RefLogDelete || entries[3].Op != RefLogCreate {
+		t.Fatalf("reflog of fix: %v %+v", err, entries)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	ctx := t.Context()
+	s := openTestStore(t, Options{})
+	c1 := mustCommit(t, s, "main", put(key("n"), ns()))
+	c2 := mustCommit(t, s, "main", put(key("n", "t"), table("x")))
+	c3 := mustCommit(t, s, "main", del(key("n", "t")))
+	for _, tc := range []struct {
+		expr string
+		want Hash
+	}{
+		{"main", c3.Commit.Hash},
+		{"-", c3.Commit.Hash},
+		{"main~1", c2.Commit.Hash},
+		{"main~2^1", NoAncestor},
+		{"main@" + c2.Commit.Hash.String()[:10], c2.Commit.Hash},
+		{"@" + c1.Commit.Hash.String(), c1.Commit.Hash},
+		{"@" + c3.Commit.Hash.String() + "~2", c1.Commit.Hash},
+		{fmt.Sprintf("main*%d", c3.Commit.CommitTime.UnixMilli()+1), c3.Commit.Hash},
+		{"main*" + c1.Commit.CommitTime.Format("2006-01-02T15:04:05.999999999Z07:00"), c1.Commit.Hash},
+	} {
+		r, err := s.Resolve(ctx, tc.expr)
+		if err != nil || r.Hash != tc.want {
+			t.Fatalf("%s: %v, got %v want %s", tc.expr, err, r, tc.want)
+		}
+	}
+	for _, bad := range []string{"nope", "main~x", "main^3", "@zz", "main~9", "a..b"} {
+		if _, err := s.Resolve(ctx, bad); err == nil {
+			t.Fatalf("%s resolved", bad)
+		}
+	}
+}
+
+func TestConcurrentCommitsDistinctKeys(t *testing.T) {
+	ctx := t.Context()
+	s := openTestStore(t, Options{})
+	mustCommit(t, s, "main", put(key("db"), ns()))
+	const writers, each = 64, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				// Every writer uses the head it last saw; the store rebases.
+				r, _ := s.GetRef("main")
+				_, err := s.Commit(ctx, CommitRequest{Branch: "main", Expected: r.Head, Committer: fmt.Sprint("w", w),
+					Operations: []Operation{put(key("db", fmt.Sprintf("t%02d_%02d", w, i)), table("loc"))}})
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("commit failed: %v", err)
+	}
+	log, _, err := s.Log(ctx, head(t, s, "main"), LogOptions{})
+	if err != nil || len(log) != writers*each+1 {
+		t.Fatalf("log: %v, %d commits", err, len(log))
+	}
+	for _, c := range log {
+		if len(c.Parents) != 1 {
+			t.Fatalf("commit %s has %d parents; history must be linear", c.Hash, len(c.Parents))
+		}
+	}
+	entries, _, err := s.Entries(ctx, head(t, s, "main"), EntriesOptions{Prefix: key("db")})
+	if err != nil || len(entries) != writers*each+1 {
+		t.Fatalf("entries: %v, %d", err, len(entries))
+	}
+}
+
+func TestConcurrentCommitsSameKey(t *testing.T) {
+	ctx := t.Context()
+	s := openTestStore(t, Options{})
+	r := mustCommit(t, s, "main", put(key("db"), ns()), put(key("db", "hot"), table("v0")))
+	id := r.Added[1].ID
+	start := r.Commit.Hash
+	const writers = 32
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok, conflicts := 0, 0
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := table(fmt.Sprint("v", w+1))
+			c.ID = id
+			// All expect the same head and touch the same key: exactly one wins.
+			_, err := s.Commit(ctx, CommitRequest{Branch: "main", Expected: start, Operations: []Operation{put(key("db", "hot"), c)}})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, ErrReferenceConflict):
+				conflicts++
+			default:
+				t.Errorf("unexpected error: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok != 1 || conflicts != writers-1 {
+		t.Fatalf("%d succeeded and %d conflicted, want 1 and %d", ok, conflicts, writers-1)
+	}
+	if got := s.Stats().Conflicts.Load(); got != writers-1 {
+		t.Fatalf("conflict counter %d", got)
+	}
+}
+
+func TestReopen(t *testing.T) {
+	dir := t.TempDir()
+	s := openStoreAt(t, dir, Options{})
+	c := mustCommit(t, s, "main", put(key("n"), ns()))
+	if _, err := s.CreateRef(t.Context(), CreateRefRequest{Name: "tag1", Type: Tag, Target: c.Commit.Hash}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(t.Context(), CommitRequest{Branch: "main", Expected: c.Commit.Hash}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("commit after close: %v", err)
+	}
+	s2 := openStoreAt(t, dir, Options{})
+	if head(t, s2, "main") != c.Commit.Hash || head(t, s2, "tag1") != c.Commit.Hash {
+		t.Fatal("refs not persisted")
+	}
+	if _, err := s2.Commit(t.Context(), CommitRequest{Branch: "tag1", Expected: c.Commit.Hash}); !errors.Is(err, ErrNotABranch) {
+		t.Fatalf("commit to tag: %v", err)
+	}
+}
