@@ -63,7 +63,7 @@ func (k ContentKey) Parent() ContentKey {
 	if len(k) <= 1 {
 		return nil
 	}
-	return k[:len(k)-1:len(k)-1]
+	return k[: len(k)-1 : len(k)-1]
 }
 
 // Equal reports element-wise equality.

@@ -15,8 +15,12 @@ type node struct {
 	level  int
 	keys   [][]byte
 	hashes []Hash
-	size   int // encoded size, for cache accounting
+	size   int // approximate memory footprint, for cache accounting
 }
+
+// nodeFootprint estimates a decoded node's memory: its key bytes, a slice
+// header and a hash per entry, and the struct itself.
+func nodeFootprint(keyBytes, entries int) int { return keyBytes + entries*(24+len(Hash{})) + 96 }
 
 // maxNodeLevel bounds the height of a tree; with a fan-out of 64 it allows
 // far more keys than any catalog holds.
@@ -81,7 +85,7 @@ func decodeNode(b []byte) (*node, error) {
 	if d.err != nil {
 		return nil, fmt.Errorf("decode node: %w", d.err)
 	}
-	nd := &node{level: int(level), keys: make([][]byte, n), hashes: make([]Hash, n), size: len(b)}
+	nd := &node{level: int(level), keys: make([][]byte, n), hashes: make([]Hash, n)}
 	// One backing array for all keys keeps a node to a few allocations.
 	arena := make([]byte, 0, len(b))
 	var prev []byte
@@ -110,6 +114,7 @@ func decodeNode(b []byte) (*node, error) {
 	if err := d.finish(); err != nil {
 		return nil, fmt.Errorf("decode node: %w", err)
 	}
+	nd.size = nodeFootprint(cap(arena), n)
 	return nd, nil
 }
 

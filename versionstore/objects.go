@@ -40,8 +40,16 @@ func load[T any](ctx context.Context, s *Store, h Hash, decode func([]byte) (T, 
 	if err != nil {
 		return zero, fmt.Errorf("%s %s: %w", what, h, err)
 	}
-	s.cache.add(h, v, len(data))
+	s.cache.add(h, v, footprint(v, len(data)))
 	return v, nil
+}
+
+// footprint estimates the memory a decoded object holds.
+func footprint(v any, encoded int) int {
+	if n, ok := v.(*node); ok {
+		return n.size
+	}
+	return 2*encoded + 128 // commits and contents: strings, maps, slices
 }
 
 func errNotFoundFor(what string) error {
@@ -145,9 +153,12 @@ func (o *overlay) content(ctx context.Context, h Hash) (*Content, error) {
 }
 
 func (o *overlay) putNode(n *node) Hash {
-	data := encodeNode(n)
-	n.size = len(data)
-	return o.put(data, n)
+	keyBytes := 0
+	for _, k := range n.keys {
+		keyBytes += len(k)
+	}
+	n.size = nodeFootprint(keyBytes, len(n.keys))
+	return o.put(encodeNode(n), n)
 }
 
 func (o *overlay) putContent(c *Content) Hash { return o.put(encodeContent(c), c) }
@@ -181,6 +192,6 @@ func (o *overlay) objects() []backend.Object {
 func (o *overlay) publish() {
 	for _, h := range o.order {
 		p := o.objs[h]
-		o.store.cache.add(h, p.val, len(p.data))
+		o.store.cache.add(h, p.val, footprint(p.val, len(p.data)))
 	}
 }
