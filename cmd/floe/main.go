@@ -1,0 +1,50 @@
+// Command floe is the floe catalog binary: `floe serve` runs the server; the
+// client commands (branches, tags, log, diff, merge, queue) come later.
+//
+// This file holds flag wiring and lifecycle only; the work happens in the
+// server and version store packages.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	// The first SIGINT or SIGTERM cancels ctx and starts a graceful
+	// shutdown; once it has, stop restores the default handling so a second
+	// signal ends the process at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+
+	err := newRootCommand().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "floe: "+err.Error())
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "floe",
+		Short: "A git-like catalog for Apache Iceberg",
+		Long: "floe is a git-like catalog for Apache Iceberg: engines talk to it through the\n" +
+			"Iceberg REST catalog API while every change lands as a commit in a\n" +
+			"whole-catalog history with branches, tags and merges.",
+		// main prints errors as one line; cobra must not add usage dumps.
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(newServeCommand(), newVersionCommand())
+	return root
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+
+	"github.com/gorilla/mux"
+	"github.com/spf13/cobra"
+
+	"github.com/floe-catalog/floe/rest/icebergrest"
+	"github.com/floe-catalog/floe/server"
+)
+
+func newServeCommand() *cobra.Command {
+	cfg := server.DefaultConfig()
+	var logLevel, logFormat string
+	warehouseName := "lake"
+
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the floe catalog server",
+		Long: "Run the floe catalog server with its embedded version store.\n\n" +
+			"Every flag falls back to a FLOE_* environment variable (--data-dir to\n" +
+			"FLOE_DATA_DIR); the command line wins. SIGINT or SIGTERM shuts down\n" +
+			"gracefully; a second signal exits at once.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			logger, err := newLogger(cmd.ErrOrStderr(), logLevel, logFormat)
+			if err != nil {
+				return err
+			}
+			logger.Info("starting floe", "version", versionString())
+			cfg.Mounts = append(cfg.Mounts, icebergMount(warehouseName))
+			return server.Run(cmd.Context(), cfg, logger)
+		},
+	}
+
+	f := cmd.Flags()
+	f.StringVar(&cfg.Addr, "addr", cfg.Addr, "TCP address to listen on; port 0 picks a free port")
+	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the embedded version store")
+	f.StringVar(&cfg.Warehouse, "warehouse", cfg.Warehouse, "root directory for table data")
+	f.StringVar(&warehouseName, "warehouse-name", warehouseName, "name Iceberg clients select the warehouse by: ?warehouse=NAME, or NAME@BRANCH for a branch")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long in-flight requests may run after shutdown begins")
+	f.DurationVar(&cfg.DrainDelay, "drain-delay", cfg.DrainDelay, "how long /readyz fails before the listener closes on shutdown")
+	f.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted")
+	f.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", cfg.ReadHeaderTimeout, "time allowed to read request headers")
+	f.DurationVar(&cfg.ReadTimeout, "read-timeout", cfg.ReadTimeout, "time allowed to read a whole request")
+	f.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "time allowed to write a response")
+	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "how long idle keep-alive connections stay open")
+	annotateEnv(f)
+	return cmd
+}
+
+// icebergMount adapts the Iceberg REST facade to a server mount: one
+// warehouse, named name, rooted at the absolute file:// URL of the
+// server's warehouse directory.
+func icebergMount(name string) server.Mount {
+	return func(r *mux.Router, env server.Env) error {
+		root, err := filepath.Abs(env.Warehouse)
+		if err != nil {
+			return fmt.Errorf("warehouse directory %s: %w", env.Warehouse, err)
+		}
+		return icebergrest.Register(r, icebergrest.Deps{
+			Store:   env.Store,
+			Logger:  env.Logger,
+			Metrics: env.Metrics,
+			Warehouses: []icebergrest.Warehouse{{
+				Name:     name,
+				Location: (&url.URL{Scheme: "file", Path: filepath.ToSlash(root)}).String(),
+			}},
+		})
+	}
+}

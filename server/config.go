@@ -1,0 +1,137 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/gorilla/mux"
+)
+
+// Config is everything one floe server process needs. The zero value of any
+// field means its default (see DefaultConfig), so tests set only what they
+// care about.
+type Config struct {
+	// Addr is the TCP address to listen on. Port 0 picks a free port; the
+	// bound address is logged and passed to OnListen.
+	Addr string
+	// DataDir holds the embedded (Pebble) version store.
+	DataDir string
+	// Warehouse is the root location of table data. For now it is only
+	// created as a directory; the Iceberg REST facade will write into it.
+	Warehouse string
+
+	// MaxBodyBytes caps every request body. Larger requests get 413.
+	MaxBodyBytes int64
+
+	// HTTP server timeouts, see net/http.Server.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+
+	// DrainDelay is how long /readyz answers 503 before the listener closes
+	// on shutdown, so load balancers stop routing new requests first.
+	DrainDelay time.Duration
+	// ShutdownTimeout bounds how long in-flight requests may take to finish
+	// after shutdown begins; then remaining connections are closed.
+	ShutdownTimeout time.Duration
+
+	// Mounts add the APIs' routes, in order, once the store is open and
+	// before the server accepts connections.
+	Mounts []Mount
+
+	// OnListen, if set, is called with the bound address once the listener
+	// is open and before requests are served.
+	OnListen func(net.Addr)
+}
+
+// Mount adds one API's routes to the router. The router decodes nothing:
+// it matches on the encoded path (UseEncodedPath), so path variables arrive
+// still percent-encoded and the API decides how to decode them.
+type Mount func(r *mux.Router, env Env) error
+
+// Defaults applied to zero Config fields.
+const (
+	DefaultAddr              = "127.0.0.1:8181"
+	DefaultDataDir           = "./data"
+	DefaultWarehouse         = "./warehouse"
+	DefaultMaxBodyBytes      = 16 << 20
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 60 * time.Second
+	DefaultWriteTimeout      = 60 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultShutdownTimeout   = 30 * time.Second
+)
+
+// DefaultConfig returns the configuration `floe serve` starts with.
+func DefaultConfig() Config {
+	return Config{
+		Addr:              DefaultAddr,
+		DataDir:           DefaultDataDir,
+		Warehouse:         DefaultWarehouse,
+		MaxBodyBytes:      DefaultMaxBodyBytes,
+		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		ReadTimeout:       DefaultReadTimeout,
+		WriteTimeout:      DefaultWriteTimeout,
+		IdleTimeout:       DefaultIdleTimeout,
+		ShutdownTimeout:   DefaultShutdownTimeout,
+	}
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Addr == "" {
+		c.Addr = d.Addr
+	}
+	if c.DataDir == "" {
+		c.DataDir = d.DataDir
+	}
+	if c.Warehouse == "" {
+		c.Warehouse = d.Warehouse
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = d.ReadHeaderTimeout
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = d.ReadTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = d.WriteTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = d.IdleTimeout
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = d.ShutdownTimeout
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.MaxBodyBytes < 0 {
+		errs = append(errs, fmt.Errorf("max body bytes must not be negative, got %d", c.MaxBodyBytes))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"read header timeout", c.ReadHeaderTimeout},
+		{"read timeout", c.ReadTimeout},
+		{"write timeout", c.WriteTimeout},
+		{"idle timeout", c.IdleTimeout},
+		{"drain delay", c.DrainDelay},
+		{"shutdown timeout", c.ShutdownTimeout},
+	} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("%s must not be negative, got %s", d.name, d.v))
+		}
+	}
+	return errors.Join(errs...)
+}
