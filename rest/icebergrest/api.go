@@ -1,0 +1,212 @@
+package icebergrest
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/floe-catalog/floe/versionstore"
+)
+
+// Defaults for zero Deps fields.
+const (
+	// DefaultCommitRetries is how many times a table commit is re-validated
+	// and re-applied on a newer head after another writer changed the same
+	// table between read and commit.
+	DefaultCommitRetries = 8
+	// DefaultPrincipal is the committer recorded until authentication
+	// exists.
+	DefaultPrincipal = "anonymous"
+)
+
+// Warehouse is one named catalog root: clients select it with
+// ?warehouse=<Name>[@<ref>] and every table location must lie below
+// Location.
+type Warehouse struct {
+	Name string
+	// Location is the root URL of table data, e.g. file:///srv/lake.
+	Location string
+}
+
+// Deps is what the facade needs from the process.
+type Deps struct {
+	Store  *versionstore.Store
+	Logger *slog.Logger
+	// Metrics receives the facade's collectors; nil means a private
+	// registry nobody scrapes.
+	Metrics prometheus.Registerer
+	// Warehouses lists the warehouses served; at least one.
+	Warehouses []Warehouse
+	// DefaultWarehouse is used when a client names none; "" means the
+	// first of Warehouses.
+	DefaultWarehouse string
+	// CommitRetries bounds server-side retries of one commit; 0 means
+	// DefaultCommitRetries, negative means none.
+	CommitRetries int
+	// RetryBackoff is the first pause between server-side retries, doubled
+	// each time up to 32 times as long; 0 means 5ms.
+	RetryBackoff time.Duration
+	// Principal names the caller of a request for commit records; nil
+	// means DefaultPrincipal for everyone.
+	Principal func(*http.Request) string
+}
+
+// api serves the Iceberg REST routes.
+type api struct {
+	store      *versionstore.Store
+	logger     *slog.Logger
+	metrics    *metrics
+	warehouses map[string]*warehouse
+	defaultWH  *warehouse
+	retries    int
+	backoff    time.Duration
+	principal  func(*http.Request) string
+	files      *metadataCache
+}
+
+// Register adds the Iceberg REST catalog routes (/v1/config and
+// /v1/{prefix}/...) to r. r must match on encoded paths
+// (mux.Router.UseEncodedPath), as floe's server router does.
+func Register(r *mux.Router, deps Deps) error {
+	a, err := newAPI(deps)
+	if err != nil {
+		return err
+	}
+	a.routes(r)
+	return nil
+}
+
+func newAPI(deps Deps) (*api, error) {
+	if deps.Store == nil {
+		return nil, errors.New("iceberg REST: no version store")
+	}
+	if len(deps.Warehouses) == 0 {
+		return nil, errors.New("iceberg REST: no warehouse configured")
+	}
+	a := &api{
+		store:      deps.Store,
+		logger:     deps.Logger,
+		warehouses: map[string]*warehouse{},
+		retries:    deps.CommitRetries,
+		backoff:    deps.RetryBackoff,
+		principal:  deps.Principal,
+		files:      newMetadataCache(512),
+	}
+	if a.logger == nil {
+		a.logger = slog.New(slog.DiscardHandler)
+	}
+	a.logger = a.logger.With("api", "iceberg-rest")
+	if a.retries == 0 {
+		a.retries = DefaultCommitRetries
+	} else if a.retries < 0 {
+		a.retries = 0
+	}
+	if a.backoff <= 0 {
+		a.backoff = 5 * time.Millisecond
+	}
+	if a.principal == nil {
+		a.principal = func(*http.Request) string { return DefaultPrincipal }
+	}
+	for _, w := range deps.Warehouses {
+		wh, err := newWarehouse(w)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := a.warehouses[wh.name]; dup {
+			return nil, fmt.Errorf("iceberg REST: warehouse %q configured twice", wh.name)
+		}
+		a.warehouses[wh.name] = wh
+		if a.defaultWH == nil && (deps.DefaultWarehouse == "" || deps.DefaultWarehouse == wh.name) {
+			a.defaultWH = wh
+		}
+	}
+	if a.defaultWH == nil {
+		return nil, fmt.Errorf("iceberg REST: default warehouse %q is not configured", deps.DefaultWarehouse)
+	}
+	reg := deps.Metrics
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg REST: registering metrics: %w", err)
+	}
+	a.metrics = m
+	return a, nil
+}
+
+// handlerFunc is a route handler; a returned error becomes the error
+// response.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (a *api) handle(h handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		err := h(w, r)
+		if err == nil {
+			return
+		}
+		ae := classify(err)
+		if ae.status >= 500 {
+			a.logger.ErrorContext(r.Context(), "iceberg request failed",
+				"method", r.Method, "path", r.URL.EscapedPath(), "status", ae.status,
+				"error", err, "request_id", requestID(w))
+		} else {
+			a.logger.DebugContext(r.Context(), "iceberg request refused",
+				"method", r.Method, "path", r.URL.EscapedPath(), "status", ae.status,
+				"type", ae.typ, "error", ae.msg, "request_id", requestID(w))
+		}
+		writeError(w, r, ae)
+	}
+}
+
+// requestID reads the id floe's server middleware put on the response, so
+// log lines can be tied to the access log without importing server/.
+func requestID(w http.ResponseWriter) string { return w.Header().Get("X-Request-Id") }
+
+// namespaceVar decodes the route's {namespace} variable.
+func namespaceVar(r *http.Request) ([]string, error) {
+	return parseNamespace(mux.Vars(r)["namespace"])
+}
+
+// identVar decodes {namespace} and the variable name ("table" or "view").
+func identVar(r *http.Request, name string) (identifier, error) {
+	ns, err := namespaceVar(r)
+	if err != nil {
+		return identifier{}, err
+	}
+	n, err := parseName(mux.Vars(r)[name])
+	if err != nil {
+		return identifier{}, err
+	}
+	id := identifier{Namespace: ns, Name: n}
+	return id, id.validate()
+}
+
+// prefixVar decodes the {prefix} variable.
+func prefixVar(r *http.Request) (string, error) {
+	raw := mux.Vars(r)["prefix"]
+	s, err := url.PathUnescape(raw)
+	if err != nil {
+		return "", badRequest("malformed prefix %q: %v", raw, err)
+	}
+	return s, nil
+}
+
+// queryBool parses a boolean query parameter; absent is false.
+func queryBool(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	switch strings.ToLower(v) {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	}
+	return false, badRequest("query parameter %s must be true or false, not %q", name, v)
+}

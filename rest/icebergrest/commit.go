@@ -1,0 +1,407 @@
+package icebergrest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-catalog/floe/versionstore"
+)
+
+// commitTableRequest is the spec's CommitTableRequest. Decoding rejects
+// unknown requirement types and update actions, as the spec requires.
+type commitTableRequest struct {
+	Identifier   *identifier        `json:"identifier"`
+	Requirements table.Requirements `json:"requirements"`
+	Updates      table.Updates      `json:"updates"`
+}
+
+// tableChange is one table's requested change.
+type tableChange struct {
+	id  identifier
+	req commitTableRequest
+}
+
+// staged is one table's change prepared against one head: validated,
+// applied, and its new metadata file written.
+type staged struct {
+	id     identifier
+	create bool
+	base   *loaded // nil for a create
+	file   *loaded // the new metadata file, or base for a no-op
+	op     *versionstore.Operation
+	change change
+}
+
+func (a *api) updateTable(w http.ResponseWriter, r *http.Request) error {
+	c, err := a.catalogFor(r)
+	if err != nil {
+		return err
+	}
+	id, err := identVar(r, "table")
+	if err != nil {
+		return err
+	}
+	var req commitTableRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	if req.Identifier != nil && !slices.Equal(req.Identifier.key(), id.key()) {
+		return badRequest("the request body names table %s but the path names %s", *req.Identifier, id)
+	}
+	results, err := a.commitTables(w, r, c, []tableChange{{id: id, req: req}})
+	if err != nil {
+		return err
+	}
+	file := results[0].file
+	w.Header().Set("ETag", etag(file.location, "all"))
+	writeJSON(w, http.StatusOK, struct {
+		MetadataLocation string          `json:"metadata-location"`
+		Metadata         json.RawMessage `json:"metadata"`
+	}{file.location, file.raw})
+	return nil
+}
+
+func (a *api) commitTransaction(w http.ResponseWriter, r *http.Request) error {
+	c, err := a.catalogFor(r)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		TableChanges []commitTableRequest `json:"table-changes"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	if len(req.TableChanges) == 0 {
+		return badRequest("a transaction needs at least one table change")
+	}
+	changes := make([]tableChange, 0, len(req.TableChanges))
+	seen := map[string]bool{}
+	for i, tc := range req.TableChanges {
+		if tc.Identifier == nil {
+			return badRequest("table change %d has no identifier", i)
+		}
+		id := *tc.Identifier
+		if err := id.validate(); err != nil {
+			return err
+		}
+		if seen[id.String()] {
+			return badRequest("table %s appears more than once in the transaction", id)
+		}
+		seen[id.String()] = true
+		changes = append(changes, tableChange{id: id, req: tc})
+	}
+	if _, err := a.commitTables(w, r, c, changes); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// commitTables validates and applies every change against the branch head,
+// writes the new metadata files, and makes one catalog commit with all of
+// them: all tables change or none. When another writer changed one of the
+// tables in between, the store refuses the commit; then everything is
+// re-read, requirements are validated again against the new head and the
+// updates re-applied, up to a.retries times. That is the spec's
+// server-side retry: a client's change lands on a newer head as long as
+// its requirements still hold.
+func (a *api) commitTables(w http.ResponseWriter, r *http.Request, c *catalog, changes []tableChange) ([]*staged, error) {
+	branch, err := c.writable()
+	if err != nil {
+		return nil, err
+	}
+	ctx := r.Context()
+	opName := "transaction"
+	var results []*staged
+	err = a.retry(ctx, "update", func(int) (bool, error) {
+		head, err := a.head(branch)
+		if err != nil {
+			return false, err
+		}
+		var written []string
+		discard := func() {
+			for _, loc := range written {
+				a.removeFile(ctx, loc)
+			}
+		}
+		results = results[:0]
+		var ops []versionstore.Operation
+		for _, tc := range changes {
+			s, err := a.prepare(ctx, c.wh, head, tc)
+			if err != nil {
+				discard()
+				return false, err
+			}
+			results = append(results, s)
+			if s.op != nil {
+				written = append(written, s.file.location)
+				ops = append(ops, *s.op)
+			}
+		}
+		if len(ops) == 0 {
+			return false, nil // nothing changed: no file, no commit
+		}
+		ch := a.describeTransaction(results)
+		opName = ch.op
+		_, err = a.commit(ctx, w, r, branch, head, ops, ch)
+		if err == nil {
+			return false, nil
+		}
+		ce := conflictOf(err)
+		if ce == nil {
+			if definiteStoreFailure(err) {
+				discard()
+				return false, err
+			}
+			// The outcome is unknown: the files may be referenced now.
+			return false, commitStateUnknown(err)
+		}
+		discard()
+		if cf := findConflict(ce, versionstore.ConflictNamespaceAbsent, versionstore.ConflictNotANamespace); cf != nil {
+			return false, noSuchNamespace(cf.Key)
+		}
+		return true, commitFailed("Commit failed: the table changed concurrently and the change could not be re-applied %d times: %v", a.retries, ce)
+	})
+	if err != nil {
+		if ae, ok := errors.AsType[*apiError](err); ok && ae.typ == typeCommitFailed {
+			a.metrics.refused.WithLabelValues(opName).Inc()
+		}
+		return nil, err
+	}
+	return results, nil
+}
+
+// prepare validates one change's requirements against the table at head,
+// applies its updates and writes the resulting metadata file.
+func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash, tc tableChange) (*staged, error) {
+	id, req := tc.id, tc.req
+	s := &staged{id: id}
+	content, err := a.lookup(ctx, head, id.key())
+	if err != nil {
+		return nil, err
+	}
+	for _, rq := range req.Requirements {
+		if rq.GetType() == "assert-create" {
+			s.create = true
+		}
+	}
+	var base table.Metadata // stays a nil interface for a create
+	switch {
+	case content != nil && content.Type != versionstore.IcebergTable:
+		if s.create {
+			return nil, tableClash(id, content.Type)
+		}
+		return nil, noSuchTable(id)
+	case content == nil && !s.create:
+		return nil, noSuchTable(id)
+	case content != nil:
+		if s.base, err = a.readMetadata(ctx, content.MetadataLocation); err != nil {
+			return nil, internalError(err)
+		}
+		base = s.base.meta
+	}
+	for _, rq := range req.Requirements {
+		if err := rq.Validate(base); err != nil {
+			if s.create && content != nil {
+				return nil, newError(http.StatusConflict, typeAlreadyExists, "Table already exists: %s", id)
+			}
+			return nil, commitFailed("%v", err)
+		}
+	}
+	if s.create {
+		if _, err := a.requireNamespace(ctx, head, id.Namespace); err != nil {
+			return nil, err
+		}
+	}
+
+	var b *table.MetadataBuilder
+	if s.create {
+		b, err = table.NewMetadataBuilder(initialFormatVersion(req.Updates))
+	} else {
+		b, err = table.MetadataBuilderFromBase(base, content.MetadataLocation)
+	}
+	if err != nil {
+		return nil, illegalArgument("cannot update table %s: %v", id, err)
+	}
+	for _, u := range req.Updates {
+		if err := u.Apply(b); err != nil {
+			return nil, updateFailed(id, u, err)
+		}
+	}
+	if !s.create && !b.HasChanges() {
+		s.file = s.base
+		return s, nil
+	}
+	next, err := b.Build()
+	if err != nil {
+		return nil, illegalArgument("cannot update table %s: %v", id, err)
+	}
+	if s.create && next.Location() == "" {
+		if err := b.SetLoc(wh.defaultTableLocation(id, next.TableUUID().String())); err != nil {
+			return nil, err
+		}
+		if next, err = b.Build(); err != nil {
+			return nil, illegalArgument("cannot create table %s: %v", id, err)
+		}
+	}
+	if s.create || next.Location() != base.Location() {
+		if _, err := wh.requireInside("table location", next.Location()); err != nil {
+			return nil, err
+		}
+	}
+	prevLoc := ""
+	if !s.create {
+		prevLoc = content.MetadataLocation
+	}
+	loc, err := a.newMetadataLocation(wh, next, prevLoc)
+	if err != nil {
+		return nil, err
+	}
+	if s.file, err = a.writeMetadata(ctx, loc, next); err != nil {
+		return nil, internalError(err)
+	}
+	contentID := ""
+	if content != nil {
+		contentID = content.ID
+	}
+	s.op = &versionstore.Operation{Kind: versionstore.OpPut, Key: id.key(), Content: tableContent(contentID, s.file)}
+	s.change = describeTableChange(id, base, s.file)
+	return s, nil
+}
+
+// initialFormatVersion is the format version a create-by-commit starts
+// from: the one its upgrade-format-version update asks for, else the
+// default. Starting there makes that update a no-op instead of an upgrade
+// from an older version.
+func initialFormatVersion(updates table.Updates) int {
+	v := table.DefaultFormatVersion
+	for _, u := range updates {
+		if u.Action() != table.UpdateUpgradeFormatVersion {
+			continue
+		}
+		b, err := json.Marshal(u)
+		if err != nil {
+			continue
+		}
+		var fv struct {
+			FormatVersion int `json:"format-version"`
+		}
+		if json.Unmarshal(b, &fv) == nil && fv.FormatVersion > 0 {
+			v = fv.FormatVersion
+		}
+	}
+	return v
+}
+
+// updateFailed classifies an update that the metadata builder refused. A
+// stale sequence number or first-row-id means the client built its
+// snapshot on an older head: it may retry (409). Anything else is a bad
+// update (400).
+func updateFailed(id identifier, u table.Update, err error) error {
+	msg := err.Error()
+	if strings.Contains(msg, "must be > than last sequence number") || errors.Is(err, table.ErrInvalidRowLineage) {
+		return commitFailed("Validation failed, please retry: cannot apply %s to %s: %v", u.Action(), id, err)
+	}
+	return illegalArgument("cannot apply %s to %s: %v", u.Action(), id, err)
+}
+
+// snapshotOperations are the snapshot summary operations recorded as is;
+// anything else a client sends is recorded as "update".
+var snapshotOperations = map[string]bool{"append": true, "overwrite": true, "replace": true, "delete": true}
+
+// describeTableChange records what a commit did to one table: the
+// operation of the snapshot it added, if any, and the table refs it moved.
+func describeTableChange(id identifier, base table.Metadata, next *loaded) change {
+	ch := change{op: "update", props: map[string]string{propTable: id.String(), propMetadataLocation: next.location}}
+	if base == nil {
+		ch.op = "create"
+		ch.message = "iceberg: create table " + id.String()
+		return ch
+	}
+	known := map[int64]bool{}
+	for _, s := range base.Snapshots() {
+		known[s.SnapshotID] = true
+	}
+	var added *table.Snapshot
+	for _, s := range next.meta.Snapshots() {
+		if !known[s.SnapshotID] {
+			added = &s
+		}
+	}
+	if added != nil {
+		ch.props[propSnapshotID] = strconv.FormatInt(added.SnapshotID, 10)
+		if added.Summary != nil && snapshotOperations[string(added.Summary.Operation)] {
+			ch.op = string(added.Summary.Operation)
+		}
+	}
+	baseRefs := maps.Collect(base.Refs())
+	var moved []string
+	for name, ref := range next.meta.Refs() {
+		if old, ok := baseRefs[name]; !ok || !old.Equals(ref) {
+			moved = append(moved, name)
+		}
+	}
+	for name := range baseRefs {
+		if _, ok := maps.Collect(next.meta.Refs())[name]; !ok {
+			moved = append(moved, name)
+		}
+	}
+	slices.Sort(moved)
+	if len(moved) > 0 {
+		ch.props[propTableRef] = strings.Join(moved, ",")
+	}
+	switch ch.op {
+	case "append":
+		ch.message = "iceberg: append to " + id.String()
+	case "overwrite":
+		ch.message = "iceberg: overwrite " + id.String()
+	case "replace":
+		ch.message = "iceberg: replace files of " + id.String()
+	case "delete":
+		ch.message = "iceberg: delete from " + id.String()
+	default:
+		ch.message = "iceberg: update " + id.String()
+	}
+	if len(moved) > 0 && !slices.Equal(moved, []string{table.MainBranch}) {
+		ch.message += fmt.Sprintf(" (table refs %s)", strings.Join(moved, ", "))
+	}
+	return ch
+}
+
+// describeTransaction records a commit of one or more tables: a single
+// table's change as is, several as one "transaction" naming each.
+func (a *api) describeTransaction(results []*staged) change {
+	var changed []*staged
+	for _, s := range results {
+		if s.op != nil {
+			changed = append(changed, s)
+		}
+	}
+	if len(changed) == 1 && len(results) == 1 {
+		return changed[0].change
+	}
+	names := make([]string, 0, len(changed))
+	opsByTable := make([]string, 0, len(changed))
+	for _, s := range changed {
+		names = append(names, s.id.String())
+		opsByTable = append(opsByTable, s.id.String()+"="+s.change.op)
+	}
+	return change{
+		op:      "transaction",
+		message: "iceberg: transaction on " + strings.Join(names, ", "),
+		props: map[string]string{
+			propTables:           strings.Join(names, ","),
+			"iceberg.operations": strings.Join(opsByTable, ","),
+		},
+	}
+}

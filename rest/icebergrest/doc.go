@@ -1,0 +1,19 @@
+// Package icebergrest is floe's Apache Iceberg REST catalog facade: it owns
+// the translation between the Iceberg REST API (routes, JSON shapes, the
+// error model, requirement and update semantics, metadata.json files in the
+// warehouse) and version-store commits.
+//
+// The catalog branch is chosen by the warehouse a client asks for:
+// "lake" is the default branch, "lake@etl/daily" that branch, and a tag or
+// "lake@<hash>" a read-only view of that commit. Every change (namespaces,
+// table commits, multi-table transactions, renames, drops) is one atomic
+// commit on the branch, with a message and properties recording the Iceberg
+// operation. Table commits are validated and applied by the server and
+// retried server-side when another writer changed the same table between
+// read and commit.
+//
+// The package must not import server/ (cmd/floe adapts Register to a
+// server.Mount) and must not reach into the version store's internals: it
+// uses only versionstore's exported API. Dropping a table never deletes
+// files, even with purgeRequested=true.
+package icebergrest

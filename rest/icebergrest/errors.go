@@ -1,0 +1,133 @@
+package icebergrest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/floe-catalog/floe/versionstore"
+)
+
+// The Iceberg error types floe answers with. Clients pick exceptions by HTTP
+// status and these names (Java's ErrorHandlers, iceberg-go, PyIceberg), so
+// they are the Java simple class names.
+const (
+	typeBadRequest          = "BadRequestException"
+	typeIllegalArgument     = "IllegalArgumentException"
+	typeForbidden           = "ForbiddenException"
+	typeNoSuchWarehouse     = "NoSuchWarehouseException"
+	typeNoSuchNamespace     = "NoSuchNamespaceException"
+	typeNoSuchTable         = "NoSuchTableException"
+	typeNoSuchView          = "NoSuchViewException"
+	typeAlreadyExists       = "AlreadyExistsException"
+	typeNamespaceNotEmpty   = "NamespaceNotEmptyException"
+	typeCommitFailed        = "CommitFailedException"
+	typeCommitStateUnknown  = "CommitStateUnknownException"
+	typeUnprocessable       = "UnprocessableEntityException"
+	typeServiceUnavailable  = "ServiceUnavailableException"
+	typeInternalServerError = "InternalServerError"
+)
+
+// apiError is an error with its place in the Iceberg error model. Handlers
+// return them; writeError turns any error into the JSON body.
+type apiError struct {
+	status int
+	typ    string
+	msg    string
+	cause  error // logged, never sent
+}
+
+func (e *apiError) Error() string {
+	if e.cause != nil {
+		return fmt.Sprintf("%s (%d): %s: %v", e.typ, e.status, e.msg, e.cause)
+	}
+	return fmt.Sprintf("%s (%d): %s", e.typ, e.status, e.msg)
+}
+
+func (e *apiError) Unwrap() error { return e.cause }
+
+func newError(status int, typ, format string, args ...any) *apiError {
+	return &apiError{status: status, typ: typ, msg: fmt.Sprintf(format, args...)}
+}
+
+func badRequest(format string, args ...any) *apiError {
+	return newError(http.StatusBadRequest, typeBadRequest, format, args...)
+}
+
+func illegalArgument(format string, args ...any) *apiError {
+	return newError(http.StatusBadRequest, typeIllegalArgument, format, args...)
+}
+
+func noSuchNamespace(ns []string) *apiError {
+	return newError(http.StatusNotFound, typeNoSuchNamespace, "Namespace does not exist: %s", dotted(ns))
+}
+
+func noSuchTable(id identifier) *apiError {
+	return newError(http.StatusNotFound, typeNoSuchTable, "Table does not exist: %s", id)
+}
+
+func noSuchView(id identifier) *apiError {
+	return newError(http.StatusNotFound, typeNoSuchView, "View does not exist: %s", id)
+}
+
+func commitFailed(format string, args ...any) *apiError {
+	return newError(http.StatusConflict, typeCommitFailed, format, args...)
+}
+
+// errorBody is the IcebergErrorResponse schema.
+type errorBody struct {
+	Error errorModel `json:"error"`
+}
+
+type errorModel struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Code    int    `json:"code"`
+}
+
+// classify maps any error a handler returns onto the error model. Errors
+// that are not apiErrors come from the store, storage or the request
+// context; the ones callers can act on get their own status, anything else
+// is a 500.
+func classify(err error) *apiError {
+	if ae, ok := errors.AsType[*apiError](err); ok {
+		return ae
+	}
+	switch {
+	case errors.Is(err, versionstore.ErrInvalid):
+		return &apiError{status: http.StatusBadRequest, typ: typeBadRequest, msg: err.Error(), cause: err}
+	case errors.Is(err, versionstore.ErrReferenceNotFound), errors.Is(err, versionstore.ErrCommitNotFound):
+		return &apiError{status: http.StatusNotFound, typ: typeNoSuchWarehouse, msg: err.Error(), cause: err}
+	case errors.Is(err, versionstore.ErrNotABranch), errors.Is(err, versionstore.ErrForbidden):
+		return &apiError{status: http.StatusForbidden, typ: typeForbidden, msg: err.Error(), cause: err}
+	case errors.Is(err, versionstore.ErrClosed):
+		return &apiError{status: http.StatusServiceUnavailable, typ: typeServiceUnavailable, msg: "the catalog is shutting down", cause: err}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return &apiError{status: http.StatusServiceUnavailable, typ: typeServiceUnavailable, msg: "request cancelled or timed out", cause: err}
+	}
+	return &apiError{status: http.StatusInternalServerError, typ: typeInternalServerError, msg: "internal error", cause: err}
+}
+
+// writeError answers with the error model. HEAD answers carry no body.
+func writeError(w http.ResponseWriter, r *http.Request, ae *apiError) {
+	if r.Method == http.MethodHead {
+		w.WriteHeader(ae.status)
+		return
+	}
+	writeJSON(w, ae.status, errorBody{Error: errorModel{Message: ae.msg, Type: ae.typ, Code: ae.status}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"message":"encoding response","type":"InternalServerError","code":500}}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

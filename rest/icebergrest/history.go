@@ -1,0 +1,118 @@
+package icebergrest
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/floe-catalog/floe/versionstore"
+)
+
+// Commit properties recording what an Iceberg operation did. Every commit
+// the facade makes carries iceberg.operation; the others when they apply.
+const (
+	propOperation        = "iceberg.operation"
+	propTable            = "iceberg.table"
+	propTables           = "iceberg.tables"
+	propView             = "iceberg.view"
+	propNamespace        = "iceberg.namespace"
+	propSnapshotID       = "iceberg.snapshot-id"
+	propTableRef         = "iceberg.ref"
+	propMetadataLocation = "iceberg.metadata-location"
+	propRenamedFrom      = "iceberg.renamed-from"
+	propPurgeRequested   = "iceberg.purge-requested"
+)
+
+// change describes one catalog commit for its history and metrics.
+type change struct {
+	// op is the operation: a bounded label (see operations).
+	op      string
+	message string
+	props   map[string]string
+}
+
+// operations are the values of iceberg.operation, and the metric labels.
+var operations = []string{
+	"create", "append", "overwrite", "replace", "delete", "update", "drop", "rename",
+	"register", "unregister", "transaction",
+	"create-namespace", "update-namespace", "drop-namespace",
+	"create-view", "replace-view", "drop-view", "rename-view", "register-view",
+}
+
+// commit makes one store commit on branch, based on expected, recording ch.
+// Errors are the store's, for the caller to interpret.
+func (a *api) commit(ctx context.Context, w http.ResponseWriter, r *http.Request, branch string, expected versionstore.Hash, ops []versionstore.Operation, ch change) (*versionstore.CommitResult, error) {
+	props := map[string]string{propOperation: ch.op}
+	for k, v := range ch.props {
+		props[k] = v
+	}
+	principal := a.principal(r)
+	res, err := a.store.Commit(ctx, versionstore.CommitRequest{
+		Branch:     branch,
+		Expected:   expected,
+		Operations: ops,
+		Meta:       versionstore.CommitMeta{Message: ch.message, Properties: props},
+		Committer:  principal,
+	})
+	if err != nil {
+		if _, ok := errors.AsType[*versionstore.ConflictError](err); ok {
+			a.metrics.conflicts.WithLabelValues(ch.op).Inc()
+		}
+		return nil, err
+	}
+	a.metrics.commits.WithLabelValues(ch.op).Inc()
+	a.logger.InfoContext(ctx, "iceberg commit",
+		"operation", ch.op, "message", ch.message, "branch", branch,
+		"commit", res.Commit.Hash.String(), "rebased", res.Rebased,
+		"principal", principal, "request_id", requestID(w))
+	return res, nil
+}
+
+// conflictOf returns the store's conflict error, if err is one.
+func conflictOf(err error) *versionstore.ConflictError {
+	ce, _ := errors.AsType[*versionstore.ConflictError](err)
+	return ce
+}
+
+// findConflict returns the first conflict of one of the given types.
+func findConflict(ce *versionstore.ConflictError, types ...versionstore.ConflictType) *versionstore.Conflict {
+	if ce == nil {
+		return nil
+	}
+	for i := range ce.Conflicts {
+		for _, t := range types {
+			if ce.Conflicts[i].Type == t {
+				return &ce.Conflicts[i]
+			}
+		}
+	}
+	return nil
+}
+
+// retry runs attempt until it reports done, up to a.retries extra times,
+// pausing with exponential backoff between attempts. attempt returns
+// retry=true when another writer changed what it read; after the last
+// attempt that error is returned as is.
+func (a *api) retry(ctx context.Context, op string, attempt func(n int) (retry bool, err error)) error {
+	pause := a.backoff
+	for n := 0; ; n++ {
+		again, err := attempt(n)
+		if !again || n >= a.retries {
+			return err
+		}
+		a.metrics.retries.WithLabelValues(op).Inc()
+		// Jitter spreads writers that collided so they do not collide again.
+		t := time.NewTimer(pause/2 + rand.N(pause))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		if pause < 32*a.backoff {
+			pause *= 2
+		}
+	}
+}
