@@ -41,6 +41,8 @@ type refTxn struct {
 	log  []*RefLogEntry
 	// commits counts the commits this write adds.
 	commits int
+	// records are written with the batch.
+	records []backend.Record
 }
 
 // move points the reference at a new head and records why.
@@ -110,6 +112,7 @@ func (s *Store) runRound(name string, round []*writeRequest) {
 		cur := start
 		ov := newOverlay(s, nil)
 		var log []*RefLogEntry
+		var records []backend.Record
 		commits := 0
 		for _, r := range round {
 			r.result, r.err = nil, nil
@@ -142,12 +145,13 @@ func (s *Store) runRound(name string, round []*writeRequest) {
 			ov.absorb(t.ov)
 			cur = t.ref
 			log = append(log, t.log...)
+			records = append(records, t.records...)
 			commits += t.commits
 		}
 		if len(log) == 0 {
 			return // nothing changed: reads, dry runs, failures
 		}
-		b := backend.Batch{Objects: ov.objects(), Refs: []backend.RefUpdate{{Name: name}}}
+		b := backend.Batch{Objects: ov.objects(), Refs: []backend.RefUpdate{{Name: name}}, Records: records}
 		if start != nil {
 			b.Refs[0].Expected = start.raw
 		}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/floe-catalog/floe/versionstore/backend"
 )
 
 // Operation is one change requested by a commit.
@@ -30,6 +32,9 @@ type CommitRequest struct {
 	Meta       CommitMeta
 	// Committer is the authenticated principal, set by the server.
 	Committer string
+	// Record, if set, is stored in the same durable batch as the commit,
+	// and only if the commit succeeds.
+	Record *Record
 }
 
 // AddedContent reports a content id the store assigned.
@@ -55,6 +60,11 @@ func (s *Store) Commit(ctx context.Context, req CommitRequest) (*CommitResult, e
 		return nil, err
 	}
 	req.Operations = ops
+	if req.Record != nil {
+		if err := req.Record.validate(); err != nil {
+			return nil, err
+		}
+	}
 	res, err := s.write(ctx, req.Branch, func(ctx context.Context, t *refTxn) (any, error) {
 		return t.commit(ctx, req)
 	})
@@ -238,6 +248,9 @@ func (t *refTxn) commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 	c := t.newCommit(headCommit, tree, req.Meta, req.Committer, stored)
 	t.move(c.Hash, RefLogCommit, req.Committer)
 	t.commits++
+	if r := req.Record; r != nil {
+		t.records = append(t.records, backend.Record{Key: r.Key, Value: encodeRecord(r)})
+	}
 	return &CommitResult{Commit: c.clone(), Added: added, Rebased: moved}, nil
 }
 

@@ -15,9 +15,12 @@ import (
 type Resolved struct {
 	Ref  *Ref
 	Hash Hash
-	// AtHead is true when Hash is the reference's current head, i.e. the
-	// expression named the reference alone.
+	// AtHead is true when Hash is the reference's current head.
 	AtHead bool
+	// Pinned is true when the expression named a commit (a hash or a
+	// relative step), not just a reference: "main@<head>" is pinned even
+	// though it is at the head, and is read-only for writers.
+	Pinned bool
 }
 
 var (
@@ -64,7 +67,7 @@ func (s *Store) Resolve(ctx context.Context, expr string) (*Resolved, error) {
 				return nil, fmt.Errorf("%w: commit %s is not on %q", ErrCommitNotFound, h, name)
 			}
 		}
-		res.Hash, res.AtHead = h, res.Ref != nil && h == res.Ref.Head
+		res.Hash, res.AtHead, res.Pinned = h, res.Ref != nil && h == res.Ref.Head, true
 	}
 	if rel == "" {
 		return res, nil
@@ -96,7 +99,8 @@ func (s *Store) Resolve(ctx context.Context, expr string) (*Resolved, error) {
 			return nil, fmt.Errorf("resolve %q: %w", expr, err)
 		}
 	}
-	res.Hash, res.AtHead = h, false
+	res.Hash, res.Pinned = h, true
+	res.AtHead = res.Ref != nil && h == res.Ref.Head
 	return res, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 )
@@ -354,5 +355,49 @@ func TestReopen(t *testing.T) {
 	}
 	if _, err := s2.Commit(t.Context(), CommitRequest{Branch: "tag1", Expected: c.Commit.Hash}); !errors.Is(err, ErrNotABranch) {
 		t.Fatalf("commit to tag: %v", err)
+	}
+}
+
+func TestRecords(t *testing.T) {
+	ctx := t.Context()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := &now
+	s := openTestStore(t, Options{Now: func() time.Time { return *clock }})
+	exp := now.Add(time.Hour)
+	res, err := s.Commit(ctx, CommitRequest{Branch: "main", Expected: NoAncestor, Operations: []Operation{put(key("n"), ns())},
+		Record: &Record{Key: "idem/1", Value: []byte("response-1"), Expires: exp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.GetRecord(ctx, "idem/1")
+	if err != nil || string(r.Value) != "response-1" || !r.Expires.Equal(exp) {
+		t.Fatalf("record written with a commit: %+v, %v", r, err)
+	}
+	// A commit that fails writes no record.
+	_, err = s.Commit(ctx, CommitRequest{Branch: "main", Expected: res.Commit.Hash, Operations: []Operation{del(key("missing"))},
+		Record: &Record{Key: "idem/2", Value: []byte("x"), Expires: exp}})
+	if !errors.Is(err, ErrReferenceConflict) {
+		t.Fatalf("conflicting commit: %v", err)
+	}
+	if _, err := s.GetRecord(ctx, "idem/2"); !errors.Is(err, ErrRecordNotFound) {
+		t.Fatalf("record of a failed commit: %v", err)
+	}
+	if err := s.PutRecord(ctx, Record{Key: "idem/3", Value: []byte("409"), Expires: now.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutRecord(ctx, Record{Key: "idem/4"}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("record without expiry: %v", err)
+	}
+	later := now.Add(30 * time.Minute)
+	clock = &later
+	if _, err := s.GetRecord(ctx, "idem/3"); !errors.Is(err, ErrRecordNotFound) {
+		t.Fatalf("expired record still readable: %v", err)
+	}
+	n, err := s.ExpireRecords(ctx, later)
+	if err != nil || n != 1 {
+		t.Fatalf("expired %d records, %v; want 1", n, err)
+	}
+	if _, err := s.GetRecord(ctx, "idem/1"); err != nil {
+		t.Fatalf("unexpired record was deleted: %v", err)
 	}
 }

@@ -23,6 +23,8 @@ var (
 	ErrRefConflict = errors.New("reference changed concurrently")
 	// ErrClosed reports use of a closed backend.
 	ErrClosed = errors.New("backend closed")
+	// ErrRecordNotFound reports a missing record.
+	ErrRecordNotFound = errors.New("record not found")
 )
 
 // Object is one immutable object. Its ID must be the SHA-256 of Data; the
@@ -55,6 +57,15 @@ type LogRecord struct {
 	Value []byte
 }
 
+// Record is a small mutable value beside the history, such as the saved
+// response of an idempotent request. Writing it in the same batch as a ref
+// move is what lets a caller find out, after a crash, whether its write
+// happened.
+type Record struct {
+	Key   string
+	Value []byte
+}
+
 // Batch is everything one atomic write changes. Either all of it becomes
 // durable, or none of it does.
 type Batch struct {
@@ -64,6 +75,10 @@ type Batch struct {
 	Refs []RefUpdate
 	// Log values are appended to the reference log in order.
 	Log [][]byte
+	// Records are stored, replacing any record with the same key.
+	Records []Record
+	// DeleteRecords removes records; a missing key is not an error.
+	DeleteRecords []string
 }
 
 // Backend is durable storage for the version store. All methods are safe for
@@ -86,6 +101,12 @@ type Backend interface {
 	// ReadLog returns up to limit log records with Seq < before, newest
 	// first. before == 0 means from the newest record.
 	ReadLog(ctx context.Context, before uint64, limit int) ([]LogRecord, error)
+
+	// GetRecord returns a record's value.
+	GetRecord(ctx context.Context, key string) ([]byte, error)
+	// ScanRecords returns up to limit records with keys > after, in key
+	// order.
+	ScanRecords(ctx context.Context, after string, limit int) ([]Record, error)
 
 	// Apply writes the batch atomically and durably. If any RefUpdate's
 	// Expected value does not match, it returns an error wrapping

@@ -117,6 +117,9 @@ func (b *Backend) build(batch backend.Batch) (*pebble.Batch, error) {
 	for _, v := range batch.Log {
 		size += 9 + len(v) + 16
 	}
+	for _, r := range batch.Records {
+		size += 1 + len(r.Key) + len(r.Value) + 16
+	}
 	pb := b.db.NewBatchWithSize(size)
 	fail := func(err error) (*pebble.Batch, error) {
 		_ = pb.Close()
@@ -141,6 +144,19 @@ func (b *Backend) build(batch backend.Batch) (*pebble.Batch, error) {
 			}
 		}
 		// Expected nil and New nil only asserts absence: nothing to write.
+	}
+	for _, r := range batch.Records {
+		if r.Key == "" {
+			return fail(fmt.Errorf("record with an empty key"))
+		}
+		if err := pb.Set(recordKey(r.Key), r.Value, nil); err != nil {
+			return fail(err)
+		}
+	}
+	for _, k := range batch.DeleteRecords {
+		if err := pb.Delete(recordKey(k), nil); err != nil {
+			return fail(err)
+		}
 	}
 	return pb, nil
 }

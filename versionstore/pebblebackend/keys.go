@@ -14,6 +14,7 @@ import (
 //	0x01 <32-byte object id> -> object bytes
 //	0x02 <ref name bytes>    -> ref value
 //	0x03 <uint64 seq, BE>    -> log record value
+//	0x04 <record key bytes>  -> record value
 //
 // Big-endian sequence numbers sort numerically, so the newest log record is
 // the last key of the log keyspace and ReadLog is a reverse range scan.
@@ -22,6 +23,7 @@ const (
 	prefixObject byte = 0x01
 	prefixRef    byte = 0x02
 	prefixLog    byte = 0x03
+	prefixRecord byte = 0x04
 )
 
 // formatKey holds the layout version. Open refuses a database whose marker is
@@ -42,6 +44,13 @@ func refKey(name string) []byte {
 	k := make([]byte, 1+len(name))
 	k[0] = prefixRef
 	copy(k[1:], name)
+	return k
+}
+
+func recordKey(key string) []byte {
+	k := make([]byte, 1+len(key))
+	k[0] = prefixRecord
+	copy(k[1:], key)
 	return k
 }
 

@@ -58,6 +58,8 @@ func RunConformance(t *testing.T, open OpenFunc) {
 		{"Reopen", testReopen},
 		{"Closed", testClosed},
 		{"CloseWaitsForApply", testCloseWaitsForApply},
+		{"Records", testRecords},
+		{"RecordsWithFailedBatch", testRecordsWithFailedBatch},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -824,5 +826,66 @@ func testCloseWaitsForApply(t *testing.T, s *store) {
 	}
 	if got := int64(len(readLog(t, s.b))); got != total.Load() {
 		t.Fatalf("log after reopen: %d records, want %d acknowledged", got, total.Load())
+	}
+}
+
+func testRecords(t *testing.T, s *store) {
+	ctx := t.Context()
+	if _, err := s.b.GetRecord(ctx, "k1"); !errors.Is(err, backend.ErrRecordNotFound) {
+		t.Fatalf("missing record: got %v, want ErrRecordNotFound", err)
+	}
+	apply(t, s.b, backend.Batch{Records: []backend.Record{{Key: "k1", Value: []byte("v1")}, {Key: "k2", Value: []byte("v2")}, {Key: "k3", Value: nil}}})
+	apply(t, s.b, backend.Batch{Records: []backend.Record{{Key: "k1", Value: []byte("v1b")}}, DeleteRecords: []string{"k2", "absent"}})
+	if v, err := s.b.GetRecord(ctx, "k1"); err != nil || string(v) != "v1b" {
+		t.Fatalf("overwritten record: %q, %v", v, err)
+	}
+	if _, err := s.b.GetRecord(ctx, "k2"); !errors.Is(err, backend.ErrRecordNotFound) {
+		t.Fatalf("deleted record: got %v, want ErrRecordNotFound", err)
+	}
+	if v, err := s.b.GetRecord(ctx, "k3"); err != nil || len(v) != 0 {
+		t.Fatalf("empty record: %q, %v", v, err)
+	}
+	for i := 0; i < 5; i++ {
+		apply(t, s.b, backend.Batch{Records: []backend.Record{{Key: fmt.Sprintf("page/%d", i), Value: []byte{byte(i)}}}})
+	}
+	var keys []string
+	after := ""
+	for {
+		recs, err := s.b.ScanRecords(ctx, after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) == 0 {
+			break
+		}
+		for _, r := range recs {
+			keys = append(keys, r.Key)
+			after = r.Key
+		}
+	}
+	want := []string{"k1", "k3", "page/0", "page/1", "page/2", "page/3", "page/4"}
+	if !slices.Equal(keys, want) {
+		t.Fatalf("scanned records %q, want %q", keys, want)
+	}
+	s.close(t)
+	s.b = s.reopen(t)
+	if v, err := s.b.GetRecord(ctx, "page/3"); err != nil || !bytes.Equal(v, []byte{3}) {
+		t.Fatalf("record after reopen: %q, %v", v, err)
+	}
+}
+
+func testRecordsWithFailedBatch(t *testing.T, s *store) {
+	ctx := t.Context()
+	apply(t, s.b, backend.Batch{Refs: []backend.RefUpdate{create("main", "m1")}, Records: []backend.Record{{Key: "keep", Value: []byte("1")}}})
+	applyConflict(t, s.b, backend.Batch{
+		Refs:          []backend.RefUpdate{cas("main", "stale", "m2")},
+		Records:       []backend.Record{{Key: "new", Value: []byte("x")}},
+		DeleteRecords: []string{"keep"},
+	})
+	if _, err := s.b.GetRecord(ctx, "new"); !errors.Is(err, backend.ErrRecordNotFound) {
+		t.Fatalf("record of a failed batch: got %v, want ErrRecordNotFound", err)
+	}
+	if v, err := s.b.GetRecord(ctx, "keep"); err != nil || string(v) != "1" {
+		t.Fatalf("record deleted by a failed batch: %q, %v", v, err)
 	}
 }
