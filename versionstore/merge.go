@@ -3,8 +3,8 @@ package versionstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"slices"
 )
 
 // MergeBehavior says how a merge or transplant treats one key.
@@ -211,14 +211,15 @@ func (t *refTxn) merge(ctx context.Context, req MergeRequest, modes mergeModes) 
 	if len(conflicts) > 0 {
 		return nil, &conflictResult{ConflictError: &ConflictError{Ref: t.name, Conflicts: conflicts}, result: res}
 	}
-	res.WasSuccessful = true
 	if len(ops) == 0 {
+		res.WasSuccessful = true
 		return res, nil // everything dropped or already present
 	}
 	c, err := t.applyOps(ctx, head, ops, req.Meta, req.Committer, defaultMergeMessage(req), req.From)
 	if err != nil {
-		return nil, err
+		return nil, withResult(err, res)
 	}
+	res.WasSuccessful = true
 	if req.DryRun {
 		return res, errDryRun
 	}
@@ -309,6 +310,17 @@ func (t *refTxn) applyOps(ctx context.Context, head *Commit, ops []CommitOp, met
 	return t.newCommit(head, tree, meta, committer, ops, extraParents...), nil
 }
 
+// withResult attaches a merge result to a conflict found while applying
+// the merged changes (namespace rules), so callers get the result as they
+// do for key conflicts.
+func withResult(err error, res *MergeResult) error {
+	var ce *ConflictError
+	if errors.As(err, &ce) {
+		return &conflictResult{ConflictError: ce, result: res}
+	}
+	return err
+}
+
 // errDryRun makes a dry run's round discard its changes while the result
 // still reaches the caller.
 var errDryRun = fmt.Errorf("dry run")
@@ -389,7 +401,7 @@ func (t *refTxn) transplant(ctx context.Context, req TransplantRequest, modes me
 		meta := CommitMeta{Author: src.Author, AuthorTime: src.AuthorTime, Properties: src.Properties}
 		c, err := t.applyOps(ctx, head, ops, meta, req.Committer, src.Message)
 		if err != nil {
-			return nil, err
+			return nil, withResult(err, res)
 		}
 		written = append(written, c)
 		head = c
@@ -412,9 +424,4 @@ func (t *refTxn) transplant(ctx context.Context, req TransplantRequest, modes me
 	res.WasApplied = true
 	res.ResultantHash = head.Hash
 	return res, nil
-}
-
-// sortOps orders commit operations by key.
-func sortOps(ops []CommitOp) {
-	slices.SortFunc(ops, func(a, b CommitOp) int { return bytes.Compare(a.Key.Encode(), b.Key.Encode()) })
 }

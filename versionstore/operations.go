@@ -194,7 +194,9 @@ func (t *refTxn) commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 		}
 		switch op.Kind {
 		case OpPut:
-			c := op.Content
+			// A copy: a round may be applied again after a backend
+			// conflict, and must then assign content ids afresh.
+			c := op.Content.Clone()
 			if hok {
 				cur, err := t.ov.content(ctx, hv)
 				if err != nil {
