@@ -12,10 +12,17 @@ package versionstore_test
 //	merge of 100 keys into 1M keys  < 10 ms
 //	store over 1M keys              < 300 MB RSS
 //
+// BenchmarkDiskFsync measures the disk itself, for comparison.
+//
 // The 1M-key catalog takes a while to load, so it is built once per test
 // process and shared; the RSS check runs in a child process (this test
-// binary re-executed) so that the benchmark process's own heap does not
-// count. `make bench` runs them all and tabulates the results.
+// binary re-executed) so that the benchmark process's heap does not count.
+// Write benchmarks also report how the time splits between the store and
+// the backend (apply-us/batch: time in Backend.Apply, mostly the WAL fsync;
+// store-us/op: the rest, i.e. the store's own work), how many commits one
+// synced batch carried, and the object bytes each commit wrote, so that a
+// slow disk can be told from a slow store. `make bench` runs everything and
+// tabulates the results.
 
 import (
 	"bufio"
@@ -36,11 +43,12 @@ import (
 	"time"
 
 	"github.com/floe-catalog/floe/versionstore"
+	"github.com/floe-catalog/floe/versionstore/backend"
 	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 )
 
-// The shape of the large catalog: namespaces of tablesPerNS tables each,
-// loaded in commits of loadBatch puts.
+// The shape of the large catalog: 1,000 namespaces of 1,000 tables, loaded
+// in commits of 10,000 puts.
 const (
 	bigNamespaces  = 1000
 	bigTablesPerNS = 1000
@@ -54,13 +62,6 @@ func TestMain(m *testing.M) {
 	bigCatalog.remove()
 	refCatalog.remove()
 	os.Exit(code)
-}
-
-// branchSeq keeps branch names created by benchmarks unique in a process.
-var branchSeq atomic.Int64
-
-func uniqueBranch(purpose string) string {
-	return fmt.Sprintf("bench/%s-%d", purpose, branchSeq.Add(1))
 }
 
 func nsKey(i int) versionstore.ContentKey { return versionstore.ContentKey{fmt.Sprintf("ns%04d", i)} }
@@ -86,27 +87,110 @@ func put(k versionstore.ContentKey, c *versionstore.Content) versionstore.Operat
 	return versionstore.Operation{Kind: versionstore.OpPut, Key: k, Content: c}
 }
 
-// openStore opens a store on Pebble in dir with production options.
-func openStore(ctx context.Context, dir string) (*versionstore.Store, error) {
-	be, err := pebblebackend.Open(dir, pebblebackend.Options{})
-	if err != nil {
-		return nil, err
-	}
-	s, err := versionstore.Open(ctx, be, versionstore.Options{})
-	if err != nil {
-		return nil, errors.Join(err, be.Close())
-	}
-	return s, nil
+// timedBackend counts the store's durable writes: how many, how long they
+// took and how many object bytes they carried.
+type timedBackend struct {
+	backend.Backend
+	applies atomic.Int64
+	nanos   atomic.Int64
+	bytes   atomic.Int64
 }
 
-func openTempStore(b *testing.B) *versionstore.Store {
+func (t *timedBackend) Apply(ctx context.Context, b backend.Batch) error {
+	n := 0
+	for _, o := range b.Objects {
+		n += len(o.Data)
+	}
+	start := time.Now()
+	err := t.Backend.Apply(ctx, b)
+	t.nanos.Add(int64(time.Since(start)))
+	t.applies.Add(1)
+	t.bytes.Add(int64(n))
+	return err
+}
+
+// openStore opens a store on Pebble in dir with production options (real
+// disk, synced writes), over a timedBackend.
+func openStore(ctx context.Context, dir string) (*versionstore.Store, *timedBackend, error) {
+	be, err := pebblebackend.Open(dir, pebblebackend.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	tb := &timedBackend{Backend: be}
+	s, err := versionstore.Open(ctx, tb, versionstore.Options{})
+	if err != nil {
+		return nil, nil, errors.Join(err, be.Close())
+	}
+	return s, tb, nil
+}
+
+func openTempStore(b *testing.B) (*versionstore.Store, *timedBackend) {
 	b.Helper()
-	s, err := openStore(b.Context(), b.TempDir())
+	s, tb, err := openStore(b.Context(), b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = s.Close() })
-	return s
+	return s, tb
+}
+
+// writeCounters is a snapshot of a store's write counters.
+type writeCounters struct {
+	commits, batches      uint64
+	applies, nanos, bytes int64
+}
+
+// writeMeter sums the store's writes over the windows between start and
+// stop, so that a benchmark's untimed setup writes are left out.
+type writeMeter struct {
+	s           *versionstore.Store
+	tb          *timedBackend
+	mark, total writeCounters
+	since       time.Time
+	wall        time.Duration // of windows holding sequential operations
+	ops         int           // sequential operations in those windows
+}
+
+func (m *writeMeter) read() writeCounters {
+	st := m.s.Stats()
+	return writeCounters{st.Commits.Load(), st.Batches.Load(), m.tb.applies.Load(), m.tb.nanos.Load(), m.tb.bytes.Load()}
+}
+
+func (m *writeMeter) start() { m.mark, m.since = m.read(), time.Now() }
+
+// stop ends a window that held ops operations run one after another, or
+// ops == 0 if they overlapped.
+func (m *writeMeter) stop(ops int) {
+	if ops > 0 {
+		m.wall += time.Since(m.since)
+		m.ops += ops
+	}
+	c := m.read()
+	m.total.commits += c.commits - m.mark.commits
+	m.total.batches += c.batches - m.mark.batches
+	m.total.applies += c.applies - m.mark.applies
+	m.total.nanos += c.nanos - m.mark.nanos
+	m.total.bytes += c.bytes - m.mark.bytes
+}
+
+// report adds commits per synced batch (1 means no grouping), the mean time
+// in Backend.Apply per batch, the object bytes written per commit and, for
+// sequential operations, the mean time per operation spent outside
+// Backend.Apply: the store's own work, whatever the disk is doing.
+func (m *writeMeter) report(b *testing.B) {
+	t := m.total
+	if m.ops > 0 {
+		b.ReportMetric(float64(m.wall.Nanoseconds()-t.nanos)/float64(m.ops)/1e3, "store-us/op")
+	}
+	if t.batches > 0 {
+		b.ReportMetric(float64(t.commits)/float64(t.batches), "commits/batch")
+	}
+	if t.applies > 0 {
+		b.ReportMetric(float64(t.nanos)/float64(t.applies)/1e3, "apply-us/batch")
+	}
+	if t.commits > 0 {
+		b.ReportMetric(float64(t.bytes)/float64(t.commits), "obj-B/commit")
+	}
 }
 
 func headOf(tb testing.TB, s *versionstore.Store, branch string) versionstore.Hash {
@@ -118,7 +202,7 @@ func headOf(tb testing.TB, s *versionstore.Store, branch string) versionstore.Ha
 	return r.Head
 }
 
-// commit makes one commit on branch based on its current head.
+// commit makes one commit on branch, based on the head it reads first.
 func commit(ctx context.Context, s *versionstore.Store, branch string, ops ...versionstore.Operation) (*versionstore.CommitResult, error) {
 	r, err := s.GetRef(branch)
 	if err != nil {
@@ -134,16 +218,14 @@ func commit(ctx context.Context, s *versionstore.Store, branch string, ops ...ve
 }
 
 // loadCatalog fills branch with namespaces of tablesPerNS tables each, in
-// commits of at most loadBatch puts, and returns the new head.
-func loadCatalog(ctx context.Context, s *versionstore.Store, branch string, namespaces, tablesPerNS int) (versionstore.Hash, error) {
+// commits of at most loadBatch puts.
+func loadCatalog(ctx context.Context, s *versionstore.Store, branch string, namespaces, tablesPerNS int) error {
 	ops := make([]versionstore.Operation, 0, loadBatch)
-	var head versionstore.Hash
 	flush := func() error {
-		res, err := commit(ctx, s, branch, ops...)
-		if err != nil {
+		if _, err := commit(ctx, s, branch, ops...); err != nil {
 			return fmt.Errorf("load %d keys: %w", len(ops), err)
 		}
-		head, ops = res.Commit.Hash, ops[:0]
+		ops = ops[:0]
 		return nil
 	}
 	for i := range namespaces {
@@ -153,24 +235,22 @@ func loadCatalog(ctx context.Context, s *versionstore.Store, branch string, name
 		for j := range tablesPerNS {
 			if len(ops) == loadBatch {
 				if err := flush(); err != nil {
-					return head, err
+					return err
 				}
 			}
 			k := tableKey(i, j)
 			ops = append(ops, put(k, tableContent(k, 0, "")))
 		}
 	}
-	if len(ops) > 0 {
-		if err := flush(); err != nil {
-			return head, err
-		}
+	if len(ops) == 0 {
+		return nil
 	}
-	return head, nil
+	return flush()
 }
 
 // sharedCatalog is a store built once per process in its own directory and
-// reused by every benchmark that needs it. Benchmarks never move main: they
-// write to branches created from base.
+// reused by every benchmark that needs it. Benchmarks never move main:
+// they write to branches created from base.
 type sharedCatalog struct {
 	once sync.Once
 	err  error
@@ -179,6 +259,7 @@ type sharedCatalog struct {
 
 	mu sync.Mutex
 	s  *versionstore.Store // nil while closed for another process
+	tb *timedBackend
 }
 
 var (
@@ -188,48 +269,96 @@ var (
 
 // store returns the shared store, building it with load on first use and
 // reopening it if closeForChild closed it.
-func (c *sharedCatalog) store(b *testing.B, name string, load func(ctx context.Context, s *versionstore.Store) error) *versionstore.Store {
+func (c *sharedCatalog) store(b *testing.B, name string, load func(ctx context.Context, s *versionstore.Store) error) (*versionstore.Store, *timedBackend) {
 	b.Helper()
-	c.once.Do(func() {
-		ctx := context.Background()
-		start := time.Now()
-		dir, err := os.MkdirTemp("", "floe-bench-"+name+"-")
-		if err != nil {
-			c.err = err
-			return
-		}
-		c.dir = dir
-		s, err := openStore(ctx, dir)
-		if err != nil {
-			c.err = err
-			return
-		}
-		c.s = s
-		if err := load(ctx, s); err != nil {
-			c.err = fmt.Errorf("build %s catalog: %w", name, err)
-			return
-		}
-		r, err := s.GetRef(versionstore.DefaultBranch)
-		if err != nil {
-			c.err = err
-			return
-		}
-		c.base = r.Head
-		b.Logf("built %s catalog in %s in %v", name, dir, time.Since(start).Round(time.Millisecond))
-	})
+	c.once.Do(func() { c.err = c.build(b, name, load) })
 	if c.err != nil {
 		b.Fatal(c.err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.s == nil {
-		s, err := openStore(context.Background(), c.dir)
+		s, tb, err := openStore(context.Background(), c.dir)
 		if err != nil {
 			b.Fatal(err)
 		}
-		c.s = s
+		c.s, c.tb = s, tb
 	}
-	return c.s
+	return c.s, c.tb
+}
+
+func (c *sharedCatalog) build(b *testing.B, name string, load func(ctx context.Context, s *versionstore.Store) error) error {
+	ctx := context.Background()
+	start := time.Now()
+	dir, err := os.MkdirTemp("", "floe-bench-"+name+"-")
+	if err != nil {
+		return err
+	}
+	c.dir = dir
+	s, tb, err := openStore(ctx, dir)
+	if err != nil {
+		return err
+	}
+	c.s, c.tb = s, tb
+	if err := load(ctx, s); err != nil {
+		return fmt.Errorf("build %s catalog: %w", name, err)
+	}
+	r, err := s.GetRef(versionstore.DefaultBranch)
+	if err != nil {
+		return err
+	}
+	c.base = r.Head
+	loaded := time.Since(start)
+	quiet := waitQuiet(2 * time.Minute)
+	b.Logf("built the %s catalog in %v, then waited %v for background compactions", name, loaded.Round(time.Millisecond), quiet.Round(time.Millisecond))
+	return nil
+}
+
+// waitQuiet waits, up to limit, until this process has used under 5% of a
+// CPU for two consecutive half seconds: after a bulk load, Pebble compacts
+// for a while, and latencies measured meanwhile would be mostly the
+// compactions'. It returns how long it waited; without /proc it does not
+// wait.
+func waitQuiet(limit time.Duration) time.Duration {
+	const window = 500 * time.Millisecond
+	start := time.Now()
+	prev, ok := cpuTime()
+	if !ok {
+		return 0
+	}
+	calm := 0
+	for calm < 2 && time.Since(start) < limit {
+		time.Sleep(window)
+		cur, _ := cpuTime()
+		if cur-prev < window/20 {
+			calm++
+		} else {
+			calm = 0
+		}
+		prev = cur
+	}
+	return time.Since(start)
+}
+
+// cpuTime returns the CPU time this process has used, from /proc.
+func cpuTime() (time.Duration, bool) {
+	stat, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0, false
+	}
+	// Fields after the parenthesised command: state is field 3, utime
+	// and stime are 14 and 15, in clock ticks (100 per second on Linux).
+	_, rest, ok := strings.Cut(string(stat), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, false
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(u+s) * 10 * time.Millisecond, true
 }
 
 // closeForChild closes the store so another process can open its
@@ -242,7 +371,7 @@ func (c *sharedCatalog) closeForChild(b *testing.B) string {
 		if err := c.s.Close(); err != nil {
 			b.Fatal(err)
 		}
-		c.s = nil
+		c.s, c.tb = nil, nil
 	}
 	return c.dir
 }
@@ -252,30 +381,33 @@ func (c *sharedCatalog) remove() {
 	defer c.mu.Unlock()
 	if c.s != nil {
 		_ = c.s.Close()
-		c.s = nil
+		c.s, c.tb = nil, nil
 	}
 	if c.dir != "" {
 		_ = os.RemoveAll(c.dir)
 	}
 }
 
-// big returns the shared 1M-key catalog; it skips under -short.
-func big(b *testing.B) (*versionstore.Store, versionstore.Hash) {
+// big returns the shared 1M-key catalog and main's head; it skips under
+// -short.
+func big(b *testing.B) (*versionstore.Store, *timedBackend, versionstore.Hash) {
 	b.Helper()
 	if testing.Short() {
 		b.Skip("the 1M-key catalog is skipped under -short")
 	}
-	s := bigCatalog.store(b, "1m", func(ctx context.Context, s *versionstore.Store) error {
-		_, err := loadCatalog(ctx, s, versionstore.DefaultBranch, bigNamespaces, bigTablesPerNS)
-		return err
+	s, tb := bigCatalog.store(b, "1M-key", func(ctx context.Context, s *versionstore.Store) error {
+		return loadCatalog(ctx, s, versionstore.DefaultBranch, bigNamespaces, bigTablesPerNS)
 	})
-	return s, bigCatalog.base
+	return s, tb, bigCatalog.base
 }
+
+// branchSeq keeps the names of branches benchmarks create unique.
+var branchSeq atomic.Int64
 
 // branchFrom creates a branch at h.
 func branchFrom(b *testing.B, s *versionstore.Store, purpose string, h versionstore.Hash) string {
 	b.Helper()
-	name := uniqueBranch(purpose)
+	name := fmt.Sprintf("bench/%s-%d", purpose, branchSeq.Add(1))
 	_, err := s.CreateRef(b.Context(), versionstore.CreateRefRequest{Name: name, Type: versionstore.Branch, Target: h, Principal: "bench"})
 	if err != nil {
 		b.Fatal(err)
@@ -283,10 +415,10 @@ func branchFrom(b *testing.B, s *versionstore.Store, purpose string, h versionst
 	return name
 }
 
-// BenchmarkDiskFsync measures the disk under the store: how many 4 KiB
-// writes per second can each be followed by an fsync. A single committer
-// cannot commit durably faster than this; group commit is how many
-// committers do.
+// BenchmarkDiskFsync measures the disk under the store: 4 KiB writes, each
+// followed by an fsync, appended to a file or overwriting its first block.
+// One committer cannot commit durably faster than this; group commit is how
+// many committers do.
 func BenchmarkDiskFsync(b *testing.B) {
 	for _, mode := range []string{"append", "overwrite"} {
 		b.Run(mode+"-4KiB", func(b *testing.B) {
@@ -315,11 +447,11 @@ func BenchmarkDiskFsync(b *testing.B) {
 
 // refs returns the shared store holding 256 references.
 func refs(b *testing.B) *versionstore.Store {
-	return refCatalog.store(b, "refs", func(ctx context.Context, s *versionstore.Store) error {
-		h, err := loadCatalog(ctx, s, versionstore.DefaultBranch, 1, 9)
-		if err != nil {
+	s, _ := refCatalog.store(b, "256-ref", func(ctx context.Context, s *versionstore.Store) error {
+		if err := loadCatalog(ctx, s, versionstore.DefaultBranch, 1, 9); err != nil {
 			return err
 		}
+		h := headOf(b, s, versionstore.DefaultBranch)
 		for i := range 255 {
 			_, err := s.CreateRef(ctx, versionstore.CreateRefRequest{Name: fmt.Sprintf("feature/branch-%03d", i), Type: versionstore.Branch, Target: h, Principal: "bench"})
 			if err != nil {
@@ -328,11 +460,12 @@ func refs(b *testing.B) *versionstore.Store {
 		}
 		return nil
 	})
+	return s
 }
 
 // BenchmarkResolveRef resolves one branch by name among 256 references:
-// GetRef is the lookup itself, Resolve parses Nessie's reference notation
-// first, as the REST layer does for every request.
+// GetRef is the lookup alone; Resolve parses Nessie's reference notation
+// first, as the REST layer does for every request that names a ref.
 func BenchmarkResolveRef(b *testing.B) {
 	s := refs(b)
 	const name = "feature/branch-128"
@@ -366,20 +499,22 @@ func BenchmarkListRefs256(b *testing.B) {
 	}
 }
 
-// BenchmarkCommitThroughput commits single new tables (distinct keys) to one
-// branch of a fresh store, from 1 committer and from 64 concurrent ones.
-// Every committer bases its commit on the head it last read, as a client
-// would, so concurrent commits are rebased by the store.
+// BenchmarkCommitThroughput commits single new tables (distinct keys) to
+// main of a fresh store, from 1 committer and from 64 concurrent ones.
+// Every committer bases its commit on the head it has just read, as a
+// client would, so concurrent commits are rebased by the store.
 func BenchmarkCommitThroughput(b *testing.B) {
-	setup := func(b *testing.B) *versionstore.Store {
-		s := openTempStore(b)
+	setup := func(b *testing.B) (*versionstore.Store, *writeMeter) {
+		s, tb := openTempStore(b)
 		if _, err := commit(b.Context(), s, versionstore.DefaultBranch, put(nsKey(0), &versionstore.Content{Type: versionstore.Namespace})); err != nil {
 			b.Fatal(err)
 		}
-		return s
+		m := &writeMeter{s: s, tb: tb}
+		m.start()
+		return s, m
 	}
 	b.Run("committers=1", func(b *testing.B) {
-		s := setup(b)
+		s, m := setup(b)
 		ctx := b.Context()
 		i := 0
 		for b.Loop() {
@@ -389,21 +524,23 @@ func BenchmarkCommitThroughput(b *testing.B) {
 			}
 			i++
 		}
+		m.stop(b.N)
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+		m.report(b)
 	})
 	b.Run("committers=64", func(b *testing.B) {
 		const committers = 64
-		s := setup(b)
+		s, m := setup(b)
 		ctx := b.Context()
 		// RunParallel starts parallelism*GOMAXPROCS goroutines: exactly 64
-		// when GOMAXPROCS divides 64, as on 1, 2, 4 ... cores.
+		// when GOMAXPROCS divides 64, as on 1, 2, 4 ... cores. b.Loop has
+		// no parallel form.
 		procs := runtime.GOMAXPROCS(0)
 		b.SetParallelism((committers + procs - 1) / procs)
-		var ids, started atomic.Int64
+		var ids atomic.Int64
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			id := ids.Add(1)
-			started.Add(1)
 			i := 0
 			for pb.Next() {
 				k := versionstore.ContentKey{"ns0000", fmt.Sprintf("c%d-%08d", id, i)}
@@ -415,15 +552,20 @@ func BenchmarkCommitThroughput(b *testing.B) {
 			}
 		})
 		b.StopTimer()
+		m.stop(0)
+		if n := ids.Load(); n != committers {
+			b.Logf("ran %d committers, not %d: GOMAXPROCS=%d does not divide %d", n, committers, procs, committers)
+		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
-		b.ReportMetric(float64(started.Load()), "committers")
+		m.report(b)
 	})
 }
 
 // BenchmarkCommitLatency updates one random existing table per commit, one
 // committer, at three catalog sizes; updates keep the size constant. The
-// store's tree is meant to make the 1M-key latency at most 3x the 10-key
-// one: a commit rewrites O(log n) nodes.
+// tree is meant to keep the 1M-key latency within 3x of the 10-key one: a
+// commit rewrites O(log n) nodes. ns/op is the mean; p50 and p99 are
+// reported too.
 func BenchmarkCommitLatency(b *testing.B) {
 	for _, size := range []struct {
 		name                    string
@@ -435,25 +577,29 @@ func BenchmarkCommitLatency(b *testing.B) {
 	} {
 		b.Run(size.name, func(b *testing.B) {
 			ctx := b.Context()
-			var s *versionstore.Store
-			var branch string
+			var (
+				s      *versionstore.Store
+				tb     *timedBackend
+				branch string
+			)
 			if size.namespaces == bigNamespaces {
 				var base versionstore.Hash
-				s, base = big(b)
+				s, tb, base = big(b)
 				branch = branchFrom(b, s, "latency", base)
 			} else {
-				s = openTempStore(b)
+				s, tb = openTempStore(b)
 				branch = versionstore.DefaultBranch
-				if _, err := loadCatalog(ctx, s, branch, size.namespaces, size.tablesPerNS); err != nil {
+				if err := loadCatalog(ctx, s, branch, size.namespaces, size.tablesPerNS); err != nil {
 					b.Fatal(err)
 				}
 			}
+			m := &writeMeter{s: s, tb: tb}
 			rng := rand.New(rand.NewPCG(1, 2))
 			var lat []time.Duration
 			version := 1
 			for b.Loop() {
-				// Reading the table's id is the client's business and
-				// not part of the commit's latency.
+				// Reading the table's id is the client's business, not
+				// part of the commit's latency.
 				b.StopTimer()
 				k := tableKey(rng.IntN(size.namespaces), rng.IntN(size.tablesPerNS))
 				cur, err := s.GetContent(ctx, headOf(b, s, branch), k)
@@ -461,15 +607,18 @@ func BenchmarkCommitLatency(b *testing.B) {
 					b.Fatal(err)
 				}
 				op := put(k, tableContent(k, version, cur.ID))
+				version++
+				m.start()
 				b.StartTimer()
 				start := time.Now()
 				if _, err := commit(ctx, s, branch, op); err != nil {
 					b.Fatal(err)
 				}
 				lat = append(lat, time.Since(start))
-				version++
+				m.stop(1)
 			}
 			reportLatency(b, lat)
+			m.report(b)
 		})
 	}
 }
@@ -501,7 +650,8 @@ func randomTables(rng *rand.Rand, n int) []versionstore.ContentKey {
 	return out
 }
 
-// updates returns puts that give each key a new version, read at h.
+// updates returns puts that give each key a new version, based on its
+// content at h.
 func updates(b *testing.B, s *versionstore.Store, h versionstore.Hash, keys []versionstore.ContentKey, version int) []versionstore.Operation {
 	b.Helper()
 	cur, err := s.GetContents(b.Context(), h, keys)
@@ -522,7 +672,7 @@ func updates(b *testing.B, s *versionstore.Store, h versionstore.Hash, keys []ve
 // BenchmarkDiff1M diffs two commits of the 1M-key catalog that differ in 10
 // tables spread over the key space.
 func BenchmarkDiff1M(b *testing.B) {
-	s, base := big(b)
+	s, _, base := big(b)
 	ctx := b.Context()
 	branch := branchFrom(b, s, "diff", base)
 	keys := randomTables(rand.New(rand.NewPCG(3, 4)), 10)
@@ -542,14 +692,15 @@ func BenchmarkDiff1M(b *testing.B) {
 	}
 }
 
-// BenchmarkMerge1M merges a branch that updated 100 tables into a branch of
-// the 1M-key catalog that moved on meanwhile (one other table committed),
-// so each merge finds a real merge base and writes a two-parent commit,
-// durably. Creating the source branch and its commit is not timed.
+// BenchmarkMerge1M merges a branch that updated 100 random tables into a
+// branch of the 1M-key catalog that moved on meanwhile (one other table
+// committed), so each merge finds a real merge base and writes a
+// two-parent commit, durably. Preparing the source branch is not timed.
 func BenchmarkMerge1M(b *testing.B) {
-	s, base := big(b)
+	s, tb, base := big(b)
 	ctx := b.Context()
 	target := branchFrom(b, s, "merge-target", base)
+	m := &writeMeter{s: s, tb: tb}
 	rng := rand.New(rand.NewPCG(5, 6))
 	version := 1
 	for b.Loop() {
@@ -566,6 +717,7 @@ func BenchmarkMerge1M(b *testing.B) {
 			b.Fatal(err)
 		}
 		version++
+		m.start()
 		b.StartTimer()
 		mr, err := s.Merge(ctx, versionstore.MergeRequest{
 			Target:         target,
@@ -577,10 +729,12 @@ func BenchmarkMerge1M(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		m.stop(1)
 		if !mr.WasApplied || len(mr.Details) != 100 {
 			b.Fatalf("merge applied=%v with %d keys, want 100", mr.WasApplied, len(mr.Details))
 		}
 	}
+	m.report(b)
 }
 
 // rssDirEnv names the catalog directory TestRSSChild opens; it is set only
@@ -589,7 +743,8 @@ const rssDirEnv = "FLOE_BENCH_RSS_DIR"
 
 // BenchmarkOpenRSS1M measures the resident memory of a fresh process that
 // opens the 1M-key catalog, resolves main, lists a namespace page and reads
-// 1,000 random tables. It reports the peak (VmHWM) and final (VmRSS) RSS.
+// 1,000 random tables: the peak (VmHWM) and the final (VmRSS), in MiB.
+// ns/op is that process's run time.
 func BenchmarkOpenRSS1M(b *testing.B) {
 	big(b)
 	dir := bigCatalog.closeForChild(b)
@@ -637,7 +792,7 @@ func TestRSSChild(t *testing.T) {
 		t.Skip("only run by BenchmarkOpenRSS1M")
 	}
 	ctx := t.Context()
-	s, err := openStore(ctx, dir)
+	s, _, err := openStore(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,51 @@ import (
 type refQueue struct {
 	pending []*writeRequest
 	running bool
+	// chain remembers recent heads of the reference, which spares most
+	// rebased commits a walk through history. Only the committer uses it.
+	chain headChain
+}
+
+// headChain is a bounded set of commits the reference moved through by
+// descent (commits, merges, transplants). Every member is an ancestor of
+// the reference's head as long as the chain is reset whenever the
+// reference jumps, or a round's changes do not become durable.
+type headChain struct {
+	set   map[Hash]struct{}
+	order []Hash
+}
+
+// maxHeadChain bounds the remembered heads; an expected hash older than
+// that falls back to a history walk.
+const maxHeadChain = 4096
+
+func (c *headChain) has(h Hash) bool {
+	_, ok := c.set[h]
+	return ok
+}
+
+func (c *headChain) add(h Hash) {
+	if c.set == nil {
+		c.set = map[Hash]struct{}{}
+	}
+	if _, ok := c.set[h]; ok {
+		return
+	}
+	if len(c.order) == maxHeadChain {
+		delete(c.set, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.set[h] = struct{}{}
+	c.order = append(c.order, h)
+}
+
+// reset forgets everything but head (nil: the reference does not exist).
+func (c *headChain) reset(head *Ref) {
+	clear(c.set)
+	c.order = c.order[:0]
+	if head != nil {
+		c.add(head.Head)
+	}
 }
 
 type writeRequest struct {
@@ -43,6 +88,9 @@ type refTxn struct {
 	commits int
 	// records are written with the batch.
 	records []backend.Record
+	// chain holds ancestors of the current head; an expected hash found
+	// there needs no history walk.
+	chain *headChain
 }
 
 // move points the reference at a new head and records why.
@@ -93,7 +141,7 @@ func (s *Store) runQueue(name string, q *refQueue) {
 		round := q.pending[:n:n]
 		q.pending = q.pending[n:]
 		s.queuesMu.Unlock()
-		s.runRound(name, round)
+		s.runRound(name, q, round)
 	}
 }
 
@@ -101,7 +149,7 @@ func (s *Store) runQueue(name string, q *refQueue) {
 // process moved the reference.
 const maxBackendRetries = 8
 
-func (s *Store) runRound(name string, round []*writeRequest) {
+func (s *Store) runRound(name string, q *refQueue, round []*writeRequest) {
 	defer func() {
 		for _, r := range round {
 			close(r.done)
@@ -114,13 +162,17 @@ func (s *Store) runRound(name string, round []*writeRequest) {
 		var log []*RefLogEntry
 		var records []backend.Record
 		commits := 0
+		chain := &q.chain
+		if attempt > 0 || cur == nil || !chain.has(cur.Head) {
+			chain.reset(cur)
+		}
 		for _, r := range round {
 			r.result, r.err = nil, nil
 			if err := r.ctx.Err(); err != nil {
 				r.err = err
 				continue
 			}
-			t := &refTxn{s: s, name: name, ref: cur, ov: newOverlay(s, ov)}
+			t := &refTxn{s: s, name: name, ref: cur, ov: newOverlay(s, ov), chain: chain}
 			res, err := r.apply(r.ctx, t)
 			if err != nil {
 				// The write's changes are dropped; a dry run or a
@@ -147,6 +199,14 @@ func (s *Store) runRound(name string, round []*writeRequest) {
 			log = append(log, t.log...)
 			records = append(records, t.records...)
 			commits += t.commits
+			for _, e := range t.log {
+				switch e.Op {
+				case RefLogCommit, RefLogMerge, RefLogTransplant:
+					chain.add(e.To)
+				default: // the ref jumped (or vanished): start over
+					chain.reset(cur)
+				}
+			}
 		}
 		if len(log) == 0 {
 			return // nothing changed: reads, dry runs, failures
@@ -173,6 +233,7 @@ func (s *Store) runRound(name string, round []*writeRequest) {
 			}
 		}
 		if err != nil {
+			chain.reset(start) // this round's heads never became durable
 			s.logger.Error("durable write failed", "ref", name, "err", err)
 			for _, r := range round {
 				if r.err == nil {

@@ -131,6 +131,9 @@ func (t *refTxn) checkExpected(ctx context.Context, expected Hash) (moved bool, 
 	if expected == (Hash{}) {
 		return false, fmt.Errorf("%w: an expected hash is required to write to %q", ErrInvalid, t.name)
 	}
+	if t.chain != nil && t.chain.has(expected) {
+		return true, nil
+	}
 	if _, err := t.ov.commit(ctx, expected); err != nil {
 		return false, err
 	}

@@ -2,7 +2,6 @@ package versionstore
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -51,21 +50,40 @@ type Ref struct {
 	raw []byte // the stored encoding, the compare-and-swap value
 }
 
-// refNamePattern is Nessie's: letters, digits and ./_- with slashes allowed,
-// starting with a letter, not ending in a dot or slash, and no "..".
-var refNamePattern = regexp.MustCompile(`^[A-Za-z](?:[A-Za-z0-9./_-]*[A-Za-z0-9_-])?$`)
-
 // maxRefNameBytes bounds reference names.
 const maxRefNameBytes = 256
 
-// ValidateRefName checks a branch or tag name.
+// ValidateRefName checks a branch or tag name against Nessie's rule: it
+// starts with a letter, holds only letters, digits and ./_-, does not end
+// with '.' or '/', and contains no ".." or "//". It is on the path of every
+// read, so it is a byte loop rather than a regular expression.
 func ValidateRefName(name string) error {
-	if len(name) > maxRefNameBytes || !refNamePattern.MatchString(name) || strings.Contains(name, "..") ||
-		strings.Contains(name, "//") {
-		return fmt.Errorf("%w: invalid reference name %q: must start with a letter, contain only letters, digits and ./_-, and not contain '..' or end with '.' or '/'", ErrInvalid, name)
+	if !validRefName(name) {
+		return fmt.Errorf("%w: invalid reference name %q: must start with a letter, contain only letters, digits and ./_-, and not contain '..' or '//' or end with '.' or '/'", ErrInvalid, name)
 	}
 	return nil
 }
+
+func validRefName(name string) bool {
+	if len(name) == 0 || len(name) > maxRefNameBytes || !isLetter(name[0]) {
+		return false
+	}
+	for i := 1; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case isLetter(c) || ('0' <= c && c <= '9') || c == '_' || c == '-':
+		case c == '.' || c == '/':
+			if name[i-1] == c || i == len(name)-1 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isLetter(c byte) bool { return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') }
 
 func encodeRef(r *Ref) []byte {
 	e := encoder{buf: make([]byte, 0, 96+len(r.Name))}

@@ -233,30 +233,33 @@ func lastNodeAt(ctx context.Context, src nodeSource, root located, level int) (l
 
 // mergeEntries merges the entries of the affected nodes with the mutations.
 func mergeEntries(affected []located, muts []mutation) []mutation {
-	var old []mutation
+	n := len(muts)
+	for _, l := range affected {
+		n += len(l.n.keys)
+	}
+	out := make([]mutation, 0, n)
+	j := 0
 	for _, l := range affected {
 		for i, k := range l.n.keys {
-			old = append(old, mutation{key: k, value: l.n.hashes[i]})
+			for j < len(muts) && bytes.Compare(muts[j].key, k) < 0 {
+				if !muts[j].del {
+					out = append(out, muts[j])
+				}
+				j++
+			}
+			if j < len(muts) && bytes.Equal(muts[j].key, k) {
+				if !muts[j].del { // the mutation wins over the old entry
+					out = append(out, muts[j])
+				}
+				j++
+				continue
+			}
+			out = append(out, mutation{key: k, value: l.n.hashes[i]})
 		}
 	}
-	out := make([]mutation, 0, len(old)+len(muts))
-	i, j := 0, 0
-	for i < len(old) || j < len(muts) {
-		switch {
-		case j == len(muts) || (i < len(old) && bytes.Compare(old[i].key, muts[j].key) < 0):
-			out = append(out, old[i])
-			i++
-		case i == len(old) || bytes.Compare(old[i].key, muts[j].key) > 0:
-			if !muts[j].del {
-				out = append(out, muts[j])
-			}
-			j++
-		default: // same key: the mutation wins
-			if !muts[j].del {
-				out = append(out, muts[j])
-			}
-			i++
-			j++
+	for ; j < len(muts); j++ {
+		if !muts[j].del {
+			out = append(out, muts[j])
 		}
 	}
 	return out
@@ -265,17 +268,16 @@ func mergeEntries(affected []located, muts []mutation) []mutation {
 // chunk cuts sorted entries into nodes of the given level.
 func chunk(entries []mutation, level int) []*node {
 	var out []*node
-	cur := &node{level: level}
-	for _, e := range entries {
-		cur.keys = append(cur.keys, e.key)
-		cur.hashes = append(cur.hashes, e.value)
-		if isBoundary(e.key, level) {
-			out = append(out, cur)
-			cur = &node{level: level}
+	start := 0
+	for i, e := range entries {
+		if isBoundary(e.key, level) || i == len(entries)-1 {
+			n := &node{level: level, keys: make([][]byte, i+1-start), hashes: make([]Hash, i+1-start)}
+			for j, e := range entries[start : i+1] {
+				n.keys[j], n.hashes[j] = e.key, e.value
+			}
+			out = append(out, n)
+			start = i + 1
 		}
-	}
-	if len(cur.keys) > 0 {
-		out = append(out, cur)
 	}
 	return out
 }

@@ -212,9 +212,9 @@ func TestKeyLevelDistribution(t *testing.T) {
 			counts[l]++
 		}
 	}
-	// Level >= 1 should be about 1/64 of keys.
-	above := (1 << 16) - counts[0]
-	if above < 700 || above > 1400 {
-		t.Fatalf("%d of 65536 keys are boundaries, want about 1024", above)
+	// Level >= 1 should be about 2^-levelBits of keys.
+	above, want := (1<<16)-counts[0], (1<<16)>>levelBits
+	if above < want*3/4 || above > want*5/4 {
+		t.Fatalf("%d of 65536 keys are boundaries, want about %d", above, want)
 	}
 }

@@ -32,6 +32,11 @@ func Open(dir string, opts Options) (*Backend, error) {
 		Cache:              cache,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebbleLogger{log: logger},
+		// Object keys are SHA-256 hashes, so every flushed table spans the
+		// whole key space and overlaps everything below it. A larger
+		// memtable means fewer, larger flushes and much less compaction
+		// per commit than the 4 MiB default.
+		MemTableSize: memTableSize,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pebblebackend: open %s: %w", dir, err)

@@ -11,6 +11,9 @@ import (
 // a busy catalog, small enough for an embedded deployment.
 const defaultCacheSize = 64 << 20
 
+// memTableSize is Pebble's memtable size; see Open.
+const memTableSize = 64 << 20
+
 // Options configures Open. The zero value is the production configuration:
 // the real filesystem, synced writes, a 64 MiB block cache and no logging.
 type Options struct {
