@@ -31,10 +31,13 @@ run: build
 	./$(BIN) serve --data-dir $(DATA_DIR) --warehouse $(WAREHOUSE) --addr $(ADDR)
 
 ## test: fetch modules, vet, then run every test with the race detector
-test:
+test: build
 	$(GO) mod download
 	$(GO) vet ./...
 	$(GO) test -race -shuffle=on -timeout $(TEST_TIMEOUT) ./...
+	cd conformance/icebergjs && { cmp -s package-lock.json node_modules/.floe-lock || { npm ci --no-audit --no-fund && cp package-lock.json node_modules/.floe-lock; }; }
+	cd conformance/icebergjs && FLOE_BIN=$(CURDIR)/$(BIN) node --test
+	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/pyiceberg/run.sh
 
 ## bench: run the benchmarks of every package that has some, then tabulate
 bench:

@@ -208,3 +208,45 @@ func TestVersion(t *testing.T) {
 		t.Errorf("floe version = %q, want one line starting with \"floe \"", out)
 	}
 }
+
+// TestIdempotencyKeyLifetime checks that --idempotency-key-lifetime (or its
+// variable) reaches /v1/config, and that 0 turns keys off.
+func TestIdempotencyKeyLifetime(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"default", nil, nil, "PT30M"},
+		{"flag", nil, []string{"--idempotency-key-lifetime", "2h15m"}, "PT2H15M"},
+		{"environment", []string{"FLOE_IDEMPOTENCY_KEY_LIFETIME=45s"}, nil, "PT45S"},
+		{"off", nil, []string{"--idempotency-key-lifetime", "0"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startServe(t, tc.env, append([]string{"--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--warehouse", t.TempDir()}, tc.args...)...)
+			client := &http.Client{Timeout: 10 * time.Second}
+			resp, err := client.Get("http://" + p.addr + "/v1/config")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var cfg struct {
+				Lifetime *string `json:"idempotency-key-lifetime"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&cfg); err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if cfg.Lifetime != nil {
+				got = *cfg.Lifetime
+			}
+			if got != tc.want {
+				t.Errorf("idempotency-key-lifetime %q, want %q", got, tc.want)
+			}
+			if code, stderr := p.interrupt(t); code != 0 {
+				t.Fatalf("exit code after SIGINT = %d; stderr:\n%s", code, strings.Join(stderr, "\n"))
+			}
+		})
+	}
+}

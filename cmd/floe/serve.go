@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"time"
 
 	"github.com/gorilla/mux"
 	"github.com/spf13/cobra"
@@ -16,6 +18,7 @@ func newServeCommand() *cobra.Command {
 	cfg := server.DefaultConfig()
 	var logLevel, logFormat string
 	warehouseName := "lake"
+	idempotencyKeyLifetime := icebergrest.DefaultIdempotencyKeyLifetime
 
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -34,7 +37,9 @@ func newServeCommand() *cobra.Command {
 				return err
 			}
 			logger.Info("starting floe", "version", versionString())
-			cfg.Mounts = append(cfg.Mounts, icebergMount(warehouseName))
+			// cmd.Context() ends when shutdown begins, which stops the
+			// facade's background work before the store closes.
+			cfg.Mounts = append(cfg.Mounts, icebergMount(cmd.Context(), warehouseName, idempotencyKeyLifetime))
 			return server.Run(cmd.Context(), cfg, logger)
 		},
 	}
@@ -44,6 +49,7 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the embedded version store")
 	f.StringVar(&cfg.Warehouse, "warehouse", cfg.Warehouse, "root directory for table data")
 	f.StringVar(&warehouseName, "warehouse-name", warehouseName, "name Iceberg clients select the warehouse by: ?warehouse=NAME, or NAME@BRANCH for a branch")
+	f.DurationVar(&idempotencyKeyLifetime, "idempotency-key-lifetime", idempotencyKeyLifetime, "how long the outcome of an Iceberg request sent with an Idempotency-Key is replayed to retries (advertised in /v1/config); 0 turns keys off")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long in-flight requests may run after shutdown begins")
@@ -59,8 +65,12 @@ func newServeCommand() *cobra.Command {
 
 // icebergMount adapts the Iceberg REST facade to a server mount: one
 // warehouse, named name, rooted at the absolute file:// URL of the
-// server's warehouse directory.
-func icebergMount(name string) server.Mount {
+// server's warehouse directory. The facade's background work runs until
+// ctx ends. A lifetime of 0 or less turns Idempotency-Key support off.
+func icebergMount(ctx context.Context, name string, idempotencyKeyLifetime time.Duration) server.Mount {
+	if idempotencyKeyLifetime <= 0 {
+		idempotencyKeyLifetime = -1 // icebergrest's "off"; its 0 means the default
+	}
 	return func(r *mux.Router, env server.Env) error {
 		root, err := filepath.Abs(env.Warehouse)
 		if err != nil {
@@ -74,6 +84,8 @@ func icebergMount(name string) server.Mount {
 				Name:     name,
 				Location: (&url.URL{Scheme: "file", Path: filepath.ToSlash(root)}).String(),
 			}},
+			IdempotencyKeyLifetime: idempotencyKeyLifetime,
+			Context:                ctx,
 		})
 	}
 }

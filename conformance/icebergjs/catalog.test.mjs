@@ -567,11 +567,9 @@ test('staged create, then an assert-create commit', async () => {
 
 // The spec's updateTable 409 is CommitFailedException, and Java's
 // CatalogHandlers fails assert-create on an existing table with
-// CommitFailedException("Requirement failed: table already exists");
-// floe answers AlreadyExistsException "Table already exists: ns.t".
+// CommitFailedException("Requirement failed: table already exists").
 test(
   'assert-create on an existing table is 409 CommitFailedException',
-  { todo: 'floe defect: updateTable with assert-create on an existing table answers 409 AlreadyExistsException, not CommitFailedException' },
   async () => {
     const ns = { namespace: ['js_create_race'] };
     const id = { namespace: ['js_create_race'], name: 'exists' };

@@ -1,6 +1,7 @@
 package icebergrest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -56,6 +57,21 @@ type Deps struct {
 	// Principal names the caller of a request for commit records; nil
 	// means DefaultPrincipal for everyone.
 	Principal func(*http.Request) string
+	// IdempotencyKeyLifetime is how long the outcome of a request sent
+	// with an Idempotency-Key is kept and replayed to retries with the same
+	// key; /v1/config advertises it. 0 means
+	// DefaultIdempotencyKeyLifetime; negative turns keys off: the header
+	// is then ignored and nothing is advertised.
+	IdempotencyKeyLifetime time.Duration
+	// Now is the clock that dates and expires idempotency records; nil
+	// means time.Now.
+	Now func() time.Time
+	// Context bounds the facade's background work: while it is live,
+	// expired idempotency records are deleted every minute (or every
+	// lifetime, if shorter). Cancel it when the server shuts down, before
+	// the store closes. nil means no background work: expired records are
+	// then never replayed but stay in the store.
+	Context context.Context
 }
 
 // api serves the Iceberg REST routes.
@@ -69,17 +85,25 @@ type api struct {
 	backoff    time.Duration
 	principal  func(*http.Request) string
 	files      *metadataCache
+	// ik handles Idempotency-Key; nil when keys are turned off.
+	ik  *idempotency
+	now func() time.Time
 }
 
 // Register adds the Iceberg REST catalog routes (/v1/config and
 // /v1/{prefix}/...) to r. r must match on encoded paths
-// (mux.Router.UseEncodedPath), as floe's server router does.
+// (mux.Router.UseEncodedPath), as floe's server router does. If
+// deps.Context is set, a goroutine expiring idempotency records runs until
+// it is cancelled.
 func Register(r *mux.Router, deps Deps) error {
 	a, err := newAPI(deps)
 	if err != nil {
 		return err
 	}
 	a.routes(r)
+	if deps.Context != nil && a.ik != nil {
+		go a.expireRecords(deps.Context)
+	}
 	return nil
 }
 
@@ -98,6 +122,16 @@ func newAPI(deps Deps) (*api, error) {
 		backoff:    deps.RetryBackoff,
 		principal:  deps.Principal,
 		files:      newMetadataCache(512),
+		now:        deps.Now,
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	switch lt := deps.IdempotencyKeyLifetime; {
+	case lt == 0:
+		a.ik = newIdempotency(DefaultIdempotencyKeyLifetime)
+	case lt > 0:
+		a.ik = newIdempotency(lt)
 	}
 	if a.logger == nil {
 		a.logger = slog.New(slog.DiscardHandler)
@@ -148,22 +182,25 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (a *api) handle(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		err := h(w, r)
-		if err == nil {
-			return
+		if err := h(w, r); err != nil {
+			a.fail(w, r, err)
 		}
-		ae := classify(err)
-		if ae.status >= 500 {
-			a.logger.ErrorContext(r.Context(), "iceberg request failed",
-				"method", r.Method, "path", r.URL.EscapedPath(), "status", ae.status,
-				"error", err, "request_id", requestID(w))
-		} else {
-			a.logger.DebugContext(r.Context(), "iceberg request refused",
-				"method", r.Method, "path", r.URL.EscapedPath(), "status", ae.status,
-				"type", ae.typ, "error", ae.msg, "request_id", requestID(w))
-		}
-		writeError(w, r, ae)
 	}
+}
+
+// fail logs err and answers with it.
+func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
+	ae := classify(err)
+	if ae.status >= 500 {
+		a.logger.ErrorContext(r.Context(), "iceberg request failed",
+			"method", r.Method, "path", r.URL.EscapedPath(), "status", ae.status,
+			"error", err, "request_id", requestID(w))
+	} else {
+		a.logger.DebugContext(r.Context(), "iceberg request refused",
+			"method", r.Method, "path", r.URL.EscapedPath(), "status", ae.status,
+			"type", ae.typ, "error", ae.msg, "request_id", requestID(w))
+	}
+	writeError(w, r, ae)
 }
 
 // requestID reads the id floe's server middleware put on the response, so

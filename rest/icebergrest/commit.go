@@ -57,16 +57,17 @@ func (a *api) updateTable(w http.ResponseWriter, r *http.Request) error {
 	if req.Identifier != nil && !slices.Equal(req.Identifier.key(), id.key()) {
 		return badRequest("the request body names table %s but the path names %s", *req.Identifier, id)
 	}
-	results, err := a.commitTables(w, r, c, []tableChange{{id: id, req: req}})
+	rp, err := a.commitTables(w, r, c, []tableChange{{id: id, req: req}}, func(results []*staged) *reply {
+		file := results[0].file
+		return jsonReply(http.StatusOK, struct {
+			MetadataLocation string          `json:"metadata-location"`
+			Metadata         json.RawMessage `json:"metadata"`
+		}{file.location, file.raw}).withETag(etag(file.location, "all"))
+	})
 	if err != nil {
 		return err
 	}
-	file := results[0].file
-	w.Header().Set("ETag", etag(file.location, "all"))
-	writeJSON(w, http.StatusOK, struct {
-		MetadataLocation string          `json:"metadata-location"`
-		Metadata         json.RawMessage `json:"metadata"`
-	}{file.location, file.raw})
+	rp.write(w)
 	return nil
 }
 
@@ -100,10 +101,11 @@ func (a *api) commitTransaction(w http.ResponseWriter, r *http.Request) error {
 		seen[id.String()] = true
 		changes = append(changes, tableChange{id: id, req: tc})
 	}
-	if _, err := a.commitTables(w, r, c, changes); err != nil {
+	rp, err := a.commitTables(w, r, c, changes, func([]*staged) *reply { return noContent() })
+	if err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	rp.write(w)
 	return nil
 }
 
@@ -114,15 +116,19 @@ func (a *api) commitTransaction(w http.ResponseWriter, r *http.Request) error {
 // re-read, requirements are validated again against the new head and the
 // updates re-applied, up to a.retries times. That is the spec's
 // server-side retry: a client's change lands on a newer head as long as
-// its requirements still hold.
-func (a *api) commitTables(w http.ResponseWriter, r *http.Request, c *catalog, changes []tableChange) ([]*staged, error) {
+// its requirements still hold. respond builds the reply from the prepared
+// changes before the commit (see commit); that reply is returned.
+func (a *api) commitTables(w http.ResponseWriter, r *http.Request, c *catalog, changes []tableChange, respond func([]*staged) *reply) (*reply, error) {
 	branch, err := c.writable()
 	if err != nil {
 		return nil, err
 	}
 	ctx := r.Context()
 	opName := "transaction"
-	var results []*staged
+	var (
+		results []*staged
+		rp      *reply
+	)
 	err = a.retry(ctx, "update", func(int) (bool, error) {
 		head, err := a.head(branch)
 		if err != nil {
@@ -148,12 +154,13 @@ func (a *api) commitTables(w http.ResponseWriter, r *http.Request, c *catalog, c
 				ops = append(ops, *s.op)
 			}
 		}
+		rp = respond(results)
 		if len(ops) == 0 {
 			return false, nil // nothing changed: no file, no commit
 		}
 		ch := a.describeTransaction(results)
 		opName = ch.op
-		_, err = a.commit(ctx, w, r, branch, head, ops, ch)
+		_, err = a.commit(ctx, w, r, branch, head, ops, ch, rp)
 		if err == nil {
 			return false, nil
 		}
@@ -178,7 +185,7 @@ func (a *api) commitTables(w http.ResponseWriter, r *http.Request, c *catalog, c
 		}
 		return nil, err
 	}
-	return results, nil
+	return rp, nil
 }
 
 // prepare validates one change's requirements against the table at head,
@@ -213,7 +220,9 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 	for _, rq := range req.Requirements {
 		if err := rq.Validate(base); err != nil {
 			if s.create && content != nil {
-				return nil, newError(http.StatusConflict, typeAlreadyExists, "Table already exists: %s", id)
+				// The spec and Java's AssertTableDoesNotExist: a failed
+				// requirement, so the client may refresh and retry.
+				return nil, commitFailed("Requirement failed: table already exists: %s", id)
 			}
 			return nil, commitFailed("%v", err)
 		}

@@ -67,7 +67,7 @@ func TestUpdateTable(t *testing.T) {
 		{"uuid mismatch", path, commitBody(`{"type":"assert-table-uuid","uuid":"00000000-0000-0000-0000-000000000001"}`, ""), 409, "CommitFailedException", "Requirement failed: UUID mismatch"},
 		{"field id changed", path, commitBody(`{"type":"assert-last-assigned-field-id","last-assigned-field-id":7}`, ""), 409, "CommitFailedException", "…last assigned field id"},
 		{"ref moved", path, commitBody(`{"type":"assert-ref-snapshot-id","ref":"main","snapshot-id":42}`, ""), 409, "CommitFailedException", "…is missing"},
-		{"create existing", path, commitBody(`{"type":"assert-create"}`, ""), 409, "AlreadyExistsException", "Table already exists: ns.t"},
+		{"create existing", path, commitBody(`{"type":"assert-create"}`, ""), 409, "CommitFailedException", "Requirement failed: table already exists: ns.t"},
 		{"missing table", "/v1/lake/namespaces/ns/tables/missing", commitBody("", `{"action":"set-properties","updates":{"a":"1"}}`), 404, "NoSuchTableException", "Table does not exist: ns.missing"},
 		{"identifier mismatch", path, `{"identifier":{"namespace":["ns"],"name":"other"},"requirements":[],"updates":[]}`, 400, "BadRequestException", "…names table ns.other"},
 		{"location outside", path, commitBody("", `{"action":"set-location","location":"file:///tmp/elsewhere"}`), 400, "BadRequestException", "…outside the warehouse"},
@@ -144,7 +144,7 @@ func TestStagedCreate(t *testing.T) {
 		t.Fatalf("commit %v", c.Properties)
 	}
 	// Committing the create again fails: the table exists now.
-	checkError(t, e.do(http.MethodPost, "/v1/lake/namespaces/ns/tables/s", body), 409, "AlreadyExistsException", "Table already exists: ns.s")
+	checkError(t, e.do(http.MethodPost, "/v1/lake/namespaces/ns/tables/s", body), 409, "CommitFailedException", "Requirement failed: table already exists: ns.s")
 	// A create commit into a missing namespace is a 404.
 	checkError(t, e.do(http.MethodPost, "/v1/lake/namespaces/missing/tables/s", body), 404, "NoSuchNamespaceException", "Namespace does not exist: missing")
 }

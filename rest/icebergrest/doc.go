@@ -10,7 +10,10 @@
 // commit on the branch, with a message and properties recording the Iceberg
 // operation. Table commits are validated and applied by the server and
 // retried server-side when another writer changed the same table between
-// read and commit.
+// read and commit. Mutations honour Idempotency-Key: a retry with the same
+// key is answered with the recorded outcome, and a commit's record is
+// written in the commit's own batch, so a commit whose answer was lost is
+// never made twice.
 //
 // The package must not import server/ (cmd/floe adapts Register to a
 // server.Mount) and must not reach into the version store's internals: it

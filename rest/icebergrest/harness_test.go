@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gorilla/mux"
@@ -29,13 +30,24 @@ type testEnv struct {
 	t     *testing.T
 	url   string
 	store *versionstore.Store
+	dir   string // holds the store ("data") and the warehouse
 	whDir string // the warehouse directory
 	wh    string // its file:// URL
+	// stop shuts the server down and closes the store; it runs at the end
+	// of the test if not before.
+	stop func()
 }
 
 func newEnv(t *testing.T) *testEnv {
 	t.Helper()
-	dir := t.TempDir()
+	return newEnvAt(t, t.TempDir(), nil)
+}
+
+// newEnvAt starts a server over the store and warehouse in dir, created if
+// new, so a test can stop a server and start another on the same data.
+// configure, if set, adjusts the facade's Deps.
+func newEnvAt(t *testing.T, dir string, configure func(*icebergrest.Deps)) *testEnv {
+	t.Helper()
 	be, err := pebblebackend.Open(filepath.Join(dir, "data"), pebblebackend.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -49,24 +61,33 @@ func newEnv(t *testing.T) *testEnv {
 		t.Fatal(err)
 	}
 	wh := (&url.URL{Scheme: "file", Path: filepath.ToSlash(whDir)}).String()
+	background, cancel := context.WithCancel(context.Background())
 	mount := func(r *mux.Router, env server.Env) error {
-		return icebergrest.Register(r, icebergrest.Deps{
+		deps := icebergrest.Deps{
 			Store: env.Store, Logger: env.Logger, Metrics: env.Metrics,
 			Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: wh}, {Name: "other", Location: wh + "/other"}},
-		})
+			Context:    background,
+		}
+		if configure != nil {
+			configure(&deps)
+		}
+		return icebergrest.Register(r, deps)
 	}
 	srv, err := server.New(server.Config{Warehouse: whDir, Mounts: []server.Mount{mount}}, slog.New(slog.DiscardHandler), store)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		hs.Close()
+		cancel()
 		if err := store.Close(); err != nil {
 			t.Errorf("close store: %v", err)
 		}
 	})
-	return &testEnv{t: t, url: hs.URL, store: store, whDir: whDir, wh: wh}
+	t.Cleanup(stop)
+	return &testEnv{t: t, url: hs.URL, store: store, dir: dir, whDir: whDir, wh: wh, stop: stop}
 }
 
 // with returns e reporting to t, for use inside subtests.

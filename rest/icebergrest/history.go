@@ -42,25 +42,39 @@ var operations = []string{
 }
 
 // commit makes one store commit on branch, based on expected, recording ch.
-// Errors are the store's, for the caller to interpret.
-func (a *api) commit(ctx context.Context, w http.ResponseWriter, r *http.Request, branch string, expected versionstore.Hash, ops []versionstore.Operation, ch change) (*versionstore.CommitResult, error) {
+// rp is the reply the handler sends if the commit succeeds: for a request
+// sent with an Idempotency-Key it is recorded in the commit itself, so the
+// outcome becomes durable in the same batch as the commit and a retry of a
+// request whose answer was lost replays rp instead of committing again.
+// Handlers must then send exactly rp. Errors are the store's, for the
+// caller to interpret.
+func (a *api) commit(ctx context.Context, w http.ResponseWriter, r *http.Request, branch string, expected versionstore.Hash, ops []versionstore.Operation, ch change, rp *reply) (*versionstore.CommitResult, error) {
 	props := map[string]string{propOperation: ch.op}
 	for k, v := range ch.props {
 		props[k] = v
 	}
 	principal := a.principal(r)
-	res, err := a.store.Commit(ctx, versionstore.CommitRequest{
+	req := versionstore.CommitRequest{
 		Branch:     branch,
 		Expected:   expected,
 		Operations: ops,
 		Meta:       versionstore.CommitMeta{Message: ch.message, Properties: props},
 		Committer:  principal,
-	})
+	}
+	kr := keyedRequestOf(r)
+	if kr != nil && rp != nil {
+		req.Record = kr.record(rp, a.now().Add(a.ik.lifetime))
+	}
+	res, err := a.store.Commit(ctx, req)
 	if err != nil {
 		if _, ok := errors.AsType[*versionstore.ConflictError](err); ok {
 			a.metrics.conflicts.WithLabelValues(ch.op).Inc()
 		}
 		return nil, err
+	}
+	if req.Record != nil {
+		kr.recorded = true
+		a.metrics.ikRecords.WithLabelValues("with-commit").Inc()
 	}
 	a.metrics.commits.WithLabelValues(ch.op).Inc()
 	a.logger.InfoContext(ctx, "iceberg commit",

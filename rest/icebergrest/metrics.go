@@ -10,6 +10,12 @@ type metrics struct {
 	retries   *prometheus.CounterVec
 	conflicts *prometheus.CounterVec
 	refused   *prometheus.CounterVec
+
+	ikReplays    prometheus.Counter
+	ikWaits      prometheus.Counter
+	ikMismatches prometheus.Counter
+	ikRecords    *prometheus.CounterVec
+	ikExpired    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -30,14 +36,39 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "floe_iceberg_commit_requirement_failures_total",
 			Help: "Iceberg commits answered 409 CommitFailedException because a requirement failed, by operation.",
 		}, []string{"operation"}),
+
+		ikReplays: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "floe_iceberg_idempotent_replays_total",
+			Help: "Requests answered with the recorded response of an earlier request with the same Idempotency-Key, without running again.",
+		}),
+		ikWaits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "floe_iceberg_idempotency_inflight_waits_total",
+			Help: "Requests that waited for an in-flight request with the same Idempotency-Key to finish.",
+		}),
+		ikMismatches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "floe_iceberg_idempotency_key_reuses_total",
+			Help: "Requests refused with 422 because their Idempotency-Key was already used for a different request.",
+		}),
+		ikRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "floe_iceberg_idempotency_records_total",
+			Help: "Outcomes of Idempotency-Key requests recorded for replay, by how they were written: with-commit (in the catalog commit's own batch) or alone.",
+		}, []string{"written"}),
+		ikExpired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "floe_iceberg_idempotency_records_expired_total",
+			Help: "Idempotency records deleted after their lifetime ended.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.commits, m.retries, m.conflicts, m.refused} {
+	for _, c := range []prometheus.Collector{m.commits, m.retries, m.conflicts, m.refused,
+		m.ikReplays, m.ikWaits, m.ikMismatches, m.ikRecords, m.ikExpired} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	for _, op := range operations {
 		m.commits.WithLabelValues(op)
+	}
+	for _, how := range []string{"with-commit", "alone"} {
+		m.ikRecords.WithLabelValues(how)
 	}
 	return m, nil
 }

@@ -144,9 +144,10 @@ func (a *api) createNamespace(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	content := &versionstore.Content{Type: versionstore.Namespace, Properties: req.Properties}
+	rp := jsonReply(http.StatusOK, namespaceResponse{Namespace: req.Namespace, Properties: props(content)})
 	_, err = a.commit(ctx, w, r, branch, head, []versionstore.Operation{{Kind: versionstore.OpPut, Key: req.Namespace, Content: content}},
 		change{op: "create-namespace", message: "iceberg: create namespace " + dotted(req.Namespace),
-			props: map[string]string{propNamespace: dotted(req.Namespace)}})
+			props: map[string]string{propNamespace: dotted(req.Namespace)}}, rp)
 	if ce := conflictOf(err); ce != nil {
 		if cf := findConflict(ce, versionstore.ConflictNamespaceAbsent, versionstore.ConflictNotANamespace); cf != nil {
 			return noSuchNamespace(cf.Key)
@@ -156,7 +157,7 @@ func (a *api) createNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, namespaceResponse{Namespace: req.Namespace, Properties: props(content)})
+	rp.write(w)
 	return nil
 }
 
@@ -228,7 +229,7 @@ func (a *api) dropNamespace(w http.ResponseWriter, r *http.Request) error {
 		}
 		_, err = a.commit(ctx, w, r, branch, head, []versionstore.Operation{{Kind: versionstore.OpDelete, Key: ns}},
 			change{op: "drop-namespace", message: "iceberg: drop namespace " + dotted(ns),
-				props: map[string]string{propNamespace: dotted(ns)}})
+				props: map[string]string{propNamespace: dotted(ns)}}, noContent())
 		ce := conflictOf(err)
 		switch {
 		case ce == nil:
@@ -243,7 +244,7 @@ func (a *api) dropNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	noContent().write(w)
 	return nil
 }
 
@@ -283,6 +284,7 @@ func (a *api) updateNamespaceProperties(w http.ResponseWriter, r *http.Request) 
 		Removed []string `json:"removed"`
 		Missing []string `json:"missing,omitempty"`
 	}
+	var rp *reply
 	err = a.retry(ctx, "update-namespace", func(int) (bool, error) {
 		head, err := a.head(branch)
 		if err != nil {
@@ -309,13 +311,14 @@ func (a *api) updateNamespaceProperties(w http.ResponseWriter, r *http.Request) 
 		if resp.Updated == nil {
 			resp.Updated = []string{}
 		}
+		rp = jsonReply(http.StatusOK, resp)
 		if maps.Equal(next, cur.Properties) || (len(next) == 0 && len(cur.Properties) == 0) {
 			return false, nil
 		}
 		content := &versionstore.Content{Type: versionstore.Namespace, ID: cur.ID, Properties: next}
 		_, err = a.commit(ctx, w, r, branch, head, []versionstore.Operation{{Kind: versionstore.OpPut, Key: ns, Content: content}},
 			change{op: "update-namespace", message: "iceberg: update properties of namespace " + dotted(ns),
-				props: map[string]string{propNamespace: dotted(ns)}})
+				props: map[string]string{propNamespace: dotted(ns)}}, rp)
 		if ce := conflictOf(err); ce != nil {
 			return true, commitFailed("Namespace %s changed concurrently: %v", dotted(ns), ce)
 		}
@@ -324,6 +327,6 @@ func (a *api) updateNamespaceProperties(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, resp)
+	rp.write(w)
 	return nil
 }

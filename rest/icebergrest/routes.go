@@ -9,44 +9,56 @@ import (
 )
 
 // route is one endpoint: its method, its template as the spec writes it
-// (and as /v1/config advertises it), and its handler.
+// (and as /v1/config advertises it), its handler, and whether it honours
+// Idempotency-Key.
 type route struct {
 	method   string
 	template string
 	handler  func(*api, http.ResponseWriter, *http.Request) error
+	keyed    keyed
 }
+
+// keyed says whether a route honours Idempotency-Key: every mutation the
+// spec marks with it, and createView, which the spec leaves out but is a
+// mutation like the others. reportMetrics changes nothing and is not.
+type keyed bool
+
+const (
+	withKey keyed = true
+	noKey   keyed = false
+)
 
 // routes lists every endpoint floe implements. /v1/config advertises exactly
 // this list, which iceberg-go and PyIceberg treat as authoritative.
 var routeTable = []route{
-	{http.MethodGet, "/v1/{prefix}/namespaces", (*api).listNamespaces},
-	{http.MethodPost, "/v1/{prefix}/namespaces", (*api).createNamespace},
-	{http.MethodGet, "/v1/{prefix}/namespaces/{namespace}", (*api).loadNamespace},
-	{http.MethodHead, "/v1/{prefix}/namespaces/{namespace}", (*api).namespaceExists},
-	{http.MethodDelete, "/v1/{prefix}/namespaces/{namespace}", (*api).dropNamespace},
-	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/properties", (*api).updateNamespaceProperties},
+	{http.MethodGet, "/v1/{prefix}/namespaces", (*api).listNamespaces, noKey},
+	{http.MethodPost, "/v1/{prefix}/namespaces", (*api).createNamespace, withKey},
+	{http.MethodGet, "/v1/{prefix}/namespaces/{namespace}", (*api).loadNamespace, noKey},
+	{http.MethodHead, "/v1/{prefix}/namespaces/{namespace}", (*api).namespaceExists, noKey},
+	{http.MethodDelete, "/v1/{prefix}/namespaces/{namespace}", (*api).dropNamespace, withKey},
+	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/properties", (*api).updateNamespaceProperties, withKey},
 
-	{http.MethodGet, "/v1/{prefix}/namespaces/{namespace}/tables", (*api).listTables},
-	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/tables", (*api).createTable},
-	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/register", (*api).registerTable},
-	{http.MethodGet, "/v1/{prefix}/namespaces/{namespace}/tables/{table}", (*api).loadTable},
-	{http.MethodHead, "/v1/{prefix}/namespaces/{namespace}/tables/{table}", (*api).tableExists},
-	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/tables/{table}", (*api).updateTable},
-	{http.MethodDelete, "/v1/{prefix}/namespaces/{namespace}/tables/{table}", (*api).dropTable},
-	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/tables/{table}/unregister", (*api).unregisterTable},
-	{http.MethodGet, "/v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials", (*api).loadCredentials},
-	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics", (*api).reportMetrics},
-	{http.MethodPost, "/v1/{prefix}/tables/rename", (*api).renameTable},
-	{http.MethodPost, "/v1/{prefix}/transactions/commit", (*api).commitTransaction},
+	{http.MethodGet, "/v1/{prefix}/namespaces/{namespace}/tables", (*api).listTables, noKey},
+	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/tables", (*api).createTable, withKey},
+	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/register", (*api).registerTable, withKey},
+	{http.MethodGet, "/v1/{prefix}/namespaces/{namespace}/tables/{table}", (*api).loadTable, noKey},
+	{http.MethodHead, "/v1/{prefix}/namespaces/{namespace}/tables/{table}", (*api).tableExists, noKey},
+	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/tables/{table}", (*api).updateTable, withKey},
+	{http.MethodDelete, "/v1/{prefix}/namespaces/{namespace}/tables/{table}", (*api).dropTable, withKey},
+	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/tables/{table}/unregister", (*api).unregisterTable, withKey},
+	{http.MethodGet, "/v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials", (*api).loadCredentials, noKey},
+	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics", (*api).reportMetrics, noKey},
+	{http.MethodPost, "/v1/{prefix}/tables/rename", (*api).renameTable, withKey},
+	{http.MethodPost, "/v1/{prefix}/transactions/commit", (*api).commitTransaction, withKey},
 
-	{http.MethodGet, "/v1/{prefix}/namespaces/{namespace}/views", (*api).listViews},
-	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/views", (*api).createView},
-	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/register-view", (*api).registerView},
-	{http.MethodGet, "/v1/{prefix}/namespaces/{namespace}/views/{view}", (*api).loadView},
-	{http.MethodHead, "/v1/{prefix}/namespaces/{namespace}/views/{view}", (*api).viewExists},
-	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/views/{view}", (*api).replaceView},
-	{http.MethodDelete, "/v1/{prefix}/namespaces/{namespace}/views/{view}", (*api).dropView},
-	{http.MethodPost, "/v1/{prefix}/views/rename", (*api).renameView},
+	{http.MethodGet, "/v1/{prefix}/namespaces/{namespace}/views", (*api).listViews, noKey},
+	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/views", (*api).createView, withKey},
+	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/register-view", (*api).registerView, withKey},
+	{http.MethodGet, "/v1/{prefix}/namespaces/{namespace}/views/{view}", (*api).loadView, noKey},
+	{http.MethodHead, "/v1/{prefix}/namespaces/{namespace}/views/{view}", (*api).viewExists, noKey},
+	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/views/{view}", (*api).replaceView, withKey},
+	{http.MethodDelete, "/v1/{prefix}/namespaces/{namespace}/views/{view}", (*api).dropView, withKey},
+	{http.MethodPost, "/v1/{prefix}/views/rename", (*api).renameView, withKey},
 }
 
 // Endpoints returns the advertised endpoint list, "<METHOD> <template>".
@@ -61,10 +73,13 @@ func Endpoints() []string {
 func (a *api) routes(r *mux.Router) {
 	r.HandleFunc("/v1/config", a.handle(a.getConfig)).Methods(http.MethodGet)
 	for _, rt := range routeTable {
-		h := rt.handler
-		r.HandleFunc(rt.template, a.handle(func(w http.ResponseWriter, r *http.Request) error {
-			return h(a, w, r)
-		})).Methods(rt.method)
+		h := a.handle(func(w http.ResponseWriter, r *http.Request) error {
+			return rt.handler(a, w, r)
+		})
+		if rt.keyed {
+			h = a.withIdempotency(rt.template, h)
+		}
+		r.HandleFunc(rt.template, h).Methods(rt.method)
 	}
 }
 
@@ -73,15 +88,22 @@ type configResponse struct {
 	Defaults  map[string]string `json:"defaults"`
 	Overrides map[string]string `json:"overrides"`
 	Endpoints []string          `json:"endpoints"`
+	// IdempotencyKeyLifetime (ISO-8601) tells clients that keys are
+	// honoured; Java clients send them only when it is present.
+	IdempotencyKeyLifetime string `json:"idempotency-key-lifetime,omitempty"`
 }
 
 // getConfig answers GET /v1/config?warehouse=: it checks that the warehouse
-// and its reference exist and hands back the prefix that names them.
-// idempotency-key-lifetime is not advertised: keys are not honoured yet.
+// and its reference exist and hands back the prefix that names them, and
+// advertises idempotency-key-lifetime unless keys are turned off.
 func (a *api) getConfig(w http.ResponseWriter, r *http.Request) error {
 	c, err := a.resolveWarehouse(r.Context(), r.URL.Query().Get("warehouse"))
 	if err != nil {
 		return err
+	}
+	lifetime := ""
+	if a.ik != nil {
+		lifetime = isoDuration(a.ik.lifetime)
 	}
 	writeJSON(w, http.StatusOK, configResponse{
 		Defaults: map[string]string{},
@@ -89,7 +111,8 @@ func (a *api) getConfig(w http.ResponseWriter, r *http.Request) error {
 			"prefix":              escapePrefix(c.spec),
 			"namespace-separator": url.PathEscape(namespaceSeparator),
 		},
-		Endpoints: Endpoints(),
+		Endpoints:              Endpoints(),
+		IdempotencyKeyLifetime: lifetime,
 	})
 	return nil
 }

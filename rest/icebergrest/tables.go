@@ -241,14 +241,14 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 		return internalError(err)
 	}
 	content := tableContent("", file)
+	rp := jsonReply(http.StatusOK, newLoadTableResult(file)).withETag(etag(file.location, "all"))
 	_, err = a.commit(ctx, w, r, branch, head, []versionstore.Operation{{Kind: versionstore.OpPut, Key: id.key(), Content: content}},
 		change{op: "create", message: "iceberg: create table " + id.String(),
-			props: map[string]string{propTable: id.String(), propMetadataLocation: file.location}})
+			props: map[string]string{propTable: id.String(), propMetadataLocation: file.location}}, rp)
 	if err != nil {
 		return a.createFailed(ctx, id, file.location, err)
 	}
-	w.Header().Set("ETag", etag(file.location, "all"))
-	writeJSON(w, http.StatusOK, newLoadTableResult(file))
+	rp.write(w)
 	return nil
 }
 
@@ -392,42 +392,30 @@ func (a *api) dropTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	_, err = a.removeTable(w, r, purge, false)
-	if err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return a.removeTable(w, r, purge, false)
 }
 
 func (a *api) unregisterTable(w http.ResponseWriter, r *http.Request) error {
-	l, err := a.removeTable(w, r, false, true)
+	return a.removeTable(w, r, false, true)
+}
+
+// removeTable deletes a table's key from the branch: drop (204) or
+// unregister (the table's metadata location and metadata). No file is
+// ever deleted: other branches, tags and older commits may still
+// reference the table's files, so purgeRequested is recorded and logged
+// but not acted on.
+func (a *api) removeTable(w http.ResponseWriter, r *http.Request, purge, unregister bool) error {
+	c, err := a.catalogFor(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct {
-		MetadataLocation string          `json:"metadata-location"`
-		Metadata         json.RawMessage `json:"metadata"`
-	}{l.location, l.raw})
-	return nil
-}
-
-// removeTable deletes a table's key from the branch: drop or unregister.
-// No file is ever deleted: other branches, tags and older commits may still
-// reference the table's files, so purgeRequested is recorded and logged
-// but not acted on.
-func (a *api) removeTable(w http.ResponseWriter, r *http.Request, purge, unregister bool) (*loaded, error) {
-	c, err := a.catalogFor(r)
-	if err != nil {
-		return nil, err
-	}
 	id, err := identVar(r, "table")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	branch, err := c.writable()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ch := change{op: "drop", message: "iceberg: drop table " + id.String(), props: map[string]string{propTable: id.String()}}
 	if purge {
@@ -438,7 +426,10 @@ func (a *api) removeTable(w http.ResponseWriter, r *http.Request, purge, unregis
 		ch = change{op: "unregister", message: "iceberg: unregister table " + id.String(), props: map[string]string{propTable: id.String()}}
 	}
 	ctx := r.Context()
-	var file *loaded
+	var (
+		file *loaded
+		rp   *reply
+	)
 	err = a.retry(ctx, ch.op, func(int) (bool, error) {
 		head, err := a.head(branch)
 		if err != nil {
@@ -450,7 +441,14 @@ func (a *api) removeTable(w http.ResponseWriter, r *http.Request, purge, unregis
 		}
 		file = l
 		ch.props[propMetadataLocation] = content.MetadataLocation
-		_, err = a.commit(ctx, w, r, branch, head, []versionstore.Operation{{Kind: versionstore.OpDelete, Key: id.key()}}, ch)
+		rp = noContent()
+		if unregister {
+			rp = jsonReply(http.StatusOK, struct {
+				MetadataLocation string          `json:"metadata-location"`
+				Metadata         json.RawMessage `json:"metadata"`
+			}{l.location, l.raw})
+		}
+		_, err = a.commit(ctx, w, r, branch, head, []versionstore.Operation{{Kind: versionstore.OpDelete, Key: id.key()}}, ch, rp)
 		ce := conflictOf(err)
 		switch {
 		case ce == nil:
@@ -461,13 +459,14 @@ func (a *api) removeTable(w http.ResponseWriter, r *http.Request, purge, unregis
 		return true, commitFailed("Table %s changed concurrently: %v", id, ce)
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if purge {
 		a.logger.InfoContext(ctx, "table dropped with purgeRequested=true: no files were deleted, other branches and commits may still reference them",
 			"table", id.String(), "branch", branch, "metadata_location", file.location, "request_id", requestID(w))
 	}
-	return file, nil
+	rp.write(w)
+	return nil
 }
 
 func (a *api) registerTable(w http.ResponseWriter, r *http.Request) error {
@@ -507,6 +506,7 @@ func (a *api) registerTable(w http.ResponseWriter, r *http.Request) error {
 	if _, err := c.wh.requireInside("table location", file.meta.Location()); err != nil {
 		return err
 	}
+	rp := jsonReply(http.StatusOK, newLoadTableResult(file)).withETag(etag(file.location, "all"))
 	err = a.retry(ctx, "register", func(int) (bool, error) {
 		head, err := a.head(branch)
 		if err != nil {
@@ -529,7 +529,7 @@ func (a *api) registerTable(w http.ResponseWriter, r *http.Request) error {
 		_, err = a.commit(ctx, w, r, branch, head,
 			[]versionstore.Operation{{Kind: versionstore.OpPut, Key: id.key(), Content: tableContent(contentID, file)}},
 			change{op: "register", message: "iceberg: register table " + id.String(),
-				props: map[string]string{propTable: id.String(), propMetadataLocation: file.location}})
+				props: map[string]string{propTable: id.String(), propMetadataLocation: file.location}}, rp)
 		ce := conflictOf(err)
 		switch {
 		case ce == nil:
@@ -544,8 +544,7 @@ func (a *api) registerTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("ETag", etag(file.location, "all"))
-	writeJSON(w, http.StatusOK, newLoadTableResult(file))
+	rp.write(w)
 	return nil
 }
 
@@ -674,12 +673,12 @@ func (a *api) renameEntity(w http.ResponseWriter, r *http.Request, typ versionst
 			{Kind: versionstore.OpDelete, Key: src.key()},
 			{Kind: versionstore.OpPut, Key: dst.key(), Content: cur},
 		}, change{op: op, message: fmt.Sprintf("iceberg: rename %s %s to %s", noun, src, dst),
-			props: map[string]string{propRenamedFrom: src.String(), propTableOrView(typ): dst.String()}})
+			props: map[string]string{propRenamedFrom: src.String(), propTableOrView(typ): dst.String()}}, noContent())
 		ce := conflictOf(err)
 		switch {
 		case ce == nil:
 			if err == nil {
-				w.WriteHeader(http.StatusNoContent)
+				noContent().write(w)
 			}
 			return false, err
 		case findConflict(ce, versionstore.ConflictNamespaceAbsent, versionstore.ConflictNotANamespace) != nil:

@@ -181,10 +181,11 @@ func (a *api) createView(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return internalError(err)
 	}
+	rp := jsonReply(http.StatusOK, newLoadViewResult(file))
 	_, err = a.commit(ctx, w, r, branch, head,
 		[]versionstore.Operation{{Kind: versionstore.OpPut, Key: id.key(), Content: viewContent("", file)}},
 		change{op: "create-view", message: "iceberg: create view " + id.String(),
-			props: map[string]string{propView: id.String(), propMetadataLocation: file.location}})
+			props: map[string]string{propView: id.String(), propMetadataLocation: file.location}}, rp)
 	if err != nil {
 		if ce := conflictOf(err); ce != nil {
 			a.removeFile(ctx, file.location)
@@ -199,7 +200,7 @@ func (a *api) createView(w http.ResponseWriter, r *http.Request) error {
 		}
 		return commitStateUnknown(err)
 	}
-	writeJSON(w, http.StatusOK, newLoadViewResult(file))
+	rp.write(w)
 	return nil
 }
 
@@ -268,7 +269,7 @@ func (a *api) dropView(w http.ResponseWriter, r *http.Request) error {
 		}
 		_, err = a.commit(ctx, w, r, branch, head, []versionstore.Operation{{Kind: versionstore.OpDelete, Key: id.key()}},
 			change{op: "drop-view", message: "iceberg: drop view " + id.String(),
-				props: map[string]string{propView: id.String(), propMetadataLocation: content.MetadataLocation}})
+				props: map[string]string{propView: id.String(), propMetadataLocation: content.MetadataLocation}}, noContent())
 		ce := conflictOf(err)
 		switch {
 		case ce == nil:
@@ -281,7 +282,7 @@ func (a *api) dropView(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	noContent().write(w)
 	return nil
 }
 
@@ -314,7 +315,7 @@ func (a *api) replaceView(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	var result *loadedView
+	var rp *reply
 	err = a.retry(ctx, "replace-view", func(int) (bool, error) {
 		head, err := a.head(branch)
 		if err != nil {
@@ -339,7 +340,7 @@ func (a *api) replaceView(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 		if !b.HasChanges() {
-			result = base
+			rp = jsonReply(http.StatusOK, newLoadViewResult(base))
 			return false, nil
 		}
 		next, err := b.Build()
@@ -359,12 +360,12 @@ func (a *api) replaceView(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return false, internalError(err)
 		}
+		rp = jsonReply(http.StatusOK, newLoadViewResult(file))
 		_, err = a.commit(ctx, w, r, branch, head,
 			[]versionstore.Operation{{Kind: versionstore.OpPut, Key: id.key(), Content: viewContent(content.ID, file)}},
 			change{op: "replace-view", message: "iceberg: replace view " + id.String(),
-				props: map[string]string{propView: id.String(), propMetadataLocation: file.location}})
+				props: map[string]string{propView: id.String(), propMetadataLocation: file.location}}, rp)
 		if err == nil {
-			result = file
 			return false, nil
 		}
 		ce := conflictOf(err)
@@ -384,7 +385,7 @@ func (a *api) replaceView(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, newLoadViewResult(result))
+	rp.write(w)
 	return nil
 }
 
@@ -440,10 +441,11 @@ func (a *api) registerView(w http.ResponseWriter, r *http.Request) error {
 	} else if existing != nil {
 		return viewClash(id, existing.Type)
 	}
+	rp := jsonReply(http.StatusOK, newLoadViewResult(file))
 	_, err = a.commit(ctx, w, r, branch, head,
 		[]versionstore.Operation{{Kind: versionstore.OpPut, Key: id.key(), Content: viewContent("", file)}},
 		change{op: "register-view", message: "iceberg: register view " + id.String(),
-			props: map[string]string{propView: id.String(), propMetadataLocation: file.location}})
+			props: map[string]string{propView: id.String(), propMetadataLocation: file.location}}, rp)
 	if ce := conflictOf(err); ce != nil {
 		if cf := findConflict(ce, versionstore.ConflictNamespaceAbsent, versionstore.ConflictNotANamespace); cf != nil {
 			return noSuchNamespace(cf.Key)
@@ -453,6 +455,6 @@ func (a *api) registerView(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, newLoadViewResult(file))
+	rp.write(w)
 	return nil
 }

@@ -191,11 +191,11 @@ func (a *api) resolveParts(ctx context.Context, spec, name, refExpr string) (*ca
 	if refExpr == "" {
 		refExpr = versionstore.DefaultBranch
 	}
+	// A bare hash names a commit unless a reference has that name.
 	expr := refExpr
-	pinned := strings.ContainsAny(refExpr, "@~^*")
-	if !pinned {
-		if _, err := a.store.GetRef(refExpr); errors.Is(err, versionstore.ErrReferenceNotFound) && hashLike.MatchString(refExpr) {
-			expr, pinned = "@"+refExpr, true
+	if hashLike.MatchString(refExpr) {
+		if _, err := a.store.GetRef(refExpr); errors.Is(err, versionstore.ErrReferenceNotFound) {
+			expr = "@" + refExpr
 		}
 	}
 	res, err := a.store.Resolve(ctx, expr)
@@ -212,7 +212,7 @@ func (a *api) resolveParts(ctx context.Context, spec, name, refExpr string) (*ca
 	}
 	c.hash = res.Hash
 	switch {
-	case res.Ref != nil && res.Ref.Type == versionstore.Branch && !pinned:
+	case res.Ref != nil && res.Ref.Type == versionstore.Branch && !res.Pinned:
 		c.branch = res.Ref.Name
 	case res.Ref != nil && res.Ref.Type == versionstore.Tag:
 		c.readOnly = fmt.Sprintf("Warehouse %s is read-only: it names a tag, not a branch", spec)
