@@ -128,10 +128,17 @@ func (s *Store) write(ctx context.Context, name string, apply func(ctx context.C
 	return req.result, req.err
 }
 
+// runQueue is a reference's committer. It keeps one round in flight:
+// while round k is being made durable, it already applies round k+1 in
+// memory on top of round k's result, so the CPU work of one round overlaps
+// the fsync of the other. Round k+1 is only written once round k is
+// durable, and is prepared again on the durable head if round k failed;
+// no result is handed out before its own round is durable.
 func (s *Store) runQueue(name string, q *refQueue) {
+	var inflight *preparedRound
 	for {
 		s.queuesMu.Lock()
-		if len(q.pending) == 0 {
+		if len(q.pending) == 0 && inflight == nil {
 			q.running = false
 			delete(s.queues, name)
 			s.queuesMu.Unlock()
@@ -141,7 +148,30 @@ func (s *Store) runQueue(name string, q *refQueue) {
 		round := q.pending[:n:n]
 		q.pending = q.pending[n:]
 		s.queuesMu.Unlock()
-		s.runRound(name, q, round)
+
+		if len(round) == 0 {
+			s.complete(name, q, inflight)
+			inflight = nil
+			continue
+		}
+		var p *preparedRound
+		if inflight == nil {
+			p = s.prepareRound(name, q, s.refs.get(name), nil, round)
+		} else {
+			p = s.prepareRound(name, q, inflight.cur, inflight.ov, round)
+			durable := s.complete(name, q, inflight)
+			inflight = nil
+			if !durable {
+				p = s.prepareRound(name, q, s.refs.get(name), nil, round)
+			}
+			p.ov.parent = nil // the previous round's objects are durable now
+		}
+		if !p.changed() {
+			p.deliver()
+			continue
+		}
+		p.start()
+		inflight = p
 	}
 }
 
@@ -149,105 +179,150 @@ func (s *Store) runQueue(name string, q *refQueue) {
 // process moved the reference.
 const maxBackendRetries = 8
 
-func (s *Store) runRound(name string, q *refQueue, round []*writeRequest) {
-	defer func() {
-		for _, r := range round {
-			close(r.done)
-		}
-	}()
-	for attempt := 0; ; attempt++ {
-		start := s.refs.get(name)
-		cur := start
-		ov := newOverlay(s, nil)
-		var log []*RefLogEntry
-		var records []backend.Record
-		commits := 0
-		chain := &q.chain
-		if attempt > 0 || cur == nil || !chain.has(cur.Head) {
-			chain.reset(cur)
-		}
-		for _, r := range round {
-			r.result, r.err = nil, nil
-			if err := r.ctx.Err(); err != nil {
-				r.err = err
-				continue
-			}
-			t := &refTxn{s: s, name: name, ref: cur, ov: newOverlay(s, ov), chain: chain}
-			res, err := r.apply(r.ctx, t)
-			if err != nil {
-				// The write's changes are dropped; a dry run or a
-				// conflicting merge still reports its result.
-				var cr *conflictResult
-				var ce *ConflictError
-				switch {
-				case errors.Is(err, errDryRun):
-					r.result = res
-				case errors.As(err, &cr):
-					s.stats.Conflicts.Add(1)
-					r.result, r.err = cr.result, cr.ConflictError
-				case errors.As(err, &ce):
-					s.stats.Conflicts.Add(1)
-					r.err = err
-				default:
-					r.err = err
-				}
-				continue
-			}
-			r.result = res
-			ov.absorb(t.ov)
-			cur = t.ref
-			log = append(log, t.log...)
-			records = append(records, t.records...)
-			commits += t.commits
-			for _, e := range t.log {
-				switch e.Op {
-				case RefLogCommit, RefLogMerge, RefLogTransplant:
-					chain.add(e.To)
-				default: // the ref jumped (or vanished): start over
-					chain.reset(cur)
-				}
-			}
-		}
-		if len(log) == 0 {
-			return // nothing changed: reads, dry runs, failures
-		}
-		b := backend.Batch{Objects: ov.objects(), Refs: []backend.RefUpdate{{Name: name}}, Records: records}
-		if start != nil {
-			b.Refs[0].Expected = start.raw
-		}
-		if cur != nil {
-			b.Refs[0].New = cur.raw
-		}
-		for _, e := range log {
-			b.Log = append(b.Log, encodeRefLog(e))
-		}
-		// The batch is written even if callers' contexts end: their
-		// requests are already decided and must not be left unknown.
-		err := s.be.Apply(context.Background(), b)
-		if errors.Is(err, backend.ErrRefConflict) && attempt < maxBackendRetries {
-			s.stats.BackendRetries.Add(1)
-			if rerr := s.reloadRef(name); rerr != nil {
-				err = rerr
-			} else {
-				continue
-			}
-		}
-		if err != nil {
-			chain.reset(start) // this round's heads never became durable
-			s.logger.Error("durable write failed", "ref", name, "err", err)
-			for _, r := range round {
-				if r.err == nil {
-					r.result, r.err = nil, fmt.Errorf("write to %q was not made durable: %w", name, err)
-				}
-			}
-			return
-		}
-		s.refs.set(name, cur)
-		ov.publish()
-		s.stats.Batches.Add(1)
-		s.stats.Commits.Add(uint64(commits))
-		return
+// preparedRound is a round applied in memory, with the batch that makes it
+// durable.
+type preparedRound struct {
+	s       *Store
+	name    string
+	round   []*writeRequest
+	base    *Ref // the ref the round was applied to
+	cur     *Ref // the ref after the round
+	ov      *overlay
+	log     []*RefLogEntry
+	records []backend.Record
+	commits int
+	applied chan error // the outcome of Apply, once started
+}
+
+func (p *preparedRound) changed() bool { return len(p.log) > 0 }
+
+func (p *preparedRound) batch() backend.Batch {
+	b := backend.Batch{Objects: p.ov.objects(), Refs: []backend.RefUpdate{{Name: p.name}}, Records: p.records}
+	if p.base != nil {
+		b.Refs[0].Expected = p.base.raw
 	}
+	if p.cur != nil {
+		b.Refs[0].New = p.cur.raw
+	}
+	for _, e := range p.log {
+		b.Log = append(b.Log, encodeRefLog(e))
+	}
+	return b
+}
+
+// start writes the batch in the background. It is written even if the
+// callers' contexts end: their requests are decided and must not be left
+// in an unknown state.
+func (p *preparedRound) start() {
+	b := p.batch()
+	p.applied = make(chan error, 1)
+	go func() { p.applied <- p.s.be.Apply(context.Background(), b) }()
+}
+
+// deliver hands every request its result.
+func (p *preparedRound) deliver() {
+	for _, r := range p.round {
+		close(r.done)
+	}
+}
+
+// prepareRound applies the round's requests in order, in memory, on top of
+// base. parent holds the objects of a round still in flight, if any.
+func (s *Store) prepareRound(name string, q *refQueue, base *Ref, parent *overlay, round []*writeRequest) *preparedRound {
+	p := &preparedRound{s: s, name: name, round: round, base: base, cur: base, ov: newOverlay(s, parent)}
+	chain := &q.chain
+	if base == nil || !chain.has(base.Head) {
+		chain.reset(base)
+	}
+	for _, r := range round {
+		r.result, r.err = nil, nil
+		if err := r.ctx.Err(); err != nil {
+			r.err = err
+			continue
+		}
+		t := &refTxn{s: s, name: name, ref: p.cur, ov: newOverlay(s, p.ov), chain: chain}
+		res, err := r.apply(r.ctx, t)
+		if err != nil {
+			// The write's changes are dropped; a dry run or a
+			// conflicting merge still reports its result.
+			var cr *conflictResult
+			var ce *ConflictError
+			switch {
+			case errors.Is(err, errDryRun):
+				r.result = res
+			case errors.As(err, &cr):
+				s.stats.Conflicts.Add(1)
+				r.result, r.err = cr.result, cr.ConflictError
+			case errors.As(err, &ce):
+				s.stats.Conflicts.Add(1)
+				r.err = err
+			default:
+				r.err = err
+			}
+			continue
+		}
+		r.result = res
+		p.ov.absorb(t.ov)
+		p.cur = t.ref
+		p.log = append(p.log, t.log...)
+		p.records = append(p.records, t.records...)
+		p.commits += t.commits
+		for _, e := range t.log {
+			switch e.Op {
+			case RefLogCommit, RefLogMerge, RefLogTransplant:
+				chain.add(e.To)
+			default: // the ref jumped (or vanished): start over
+				chain.reset(p.cur)
+			}
+		}
+	}
+	return p
+}
+
+// complete waits for a started round, publishes it if durable, and
+// delivers its results. If another process moved the reference, the round
+// is applied again on the reloaded head (synchronously). It reports
+// whether the round's own final state is the durable head, which a round
+// prepared on top of it needs.
+func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
+	defer p.deliver()
+	err := <-p.applied
+	for attempt := 1; errors.Is(err, backend.ErrRefConflict) && attempt <= maxBackendRetries; attempt++ {
+		s.stats.BackendRetries.Add(1)
+		if err = s.reloadRef(name); err != nil {
+			break
+		}
+		q.chain.reset(s.refs.get(name))
+		redo := s.prepareRound(name, q, s.refs.get(name), nil, p.round)
+		if !redo.changed() {
+			return false
+		}
+		redo.start()
+		if err = <-redo.applied; err == nil {
+			s.publish(name, redo)
+			return false
+		}
+	}
+	if err != nil {
+		q.chain.reset(s.refs.get(name)) // these heads never became durable
+		s.logger.Error("durable write failed", "ref", name, "err", err)
+		for _, r := range p.round {
+			if r.err == nil {
+				r.result, r.err = nil, fmt.Errorf("write to %q was not made durable: %w", name, err)
+			}
+		}
+		return false
+	}
+	s.publish(name, p)
+	return true
+}
+
+// publish makes a durable round visible to readers.
+func (s *Store) publish(name string, p *preparedRound) {
+	s.refs.set(name, p.cur)
+	p.ov.publish()
+	s.stats.Batches.Add(1)
+	s.stats.Commits.Add(uint64(p.commits))
 }
 
 // reloadRef refreshes the mirror from the backend after another process
