@@ -38,6 +38,7 @@ test: build
 	cd conformance/icebergjs && { cmp -s package-lock.json node_modules/.floe-lock || { npm ci --no-audit --no-fund && cp package-lock.json node_modules/.floe-lock; }; }
 	cd conformance/icebergjs && FLOE_BIN=$(CURDIR)/$(BIN) node --test
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/pyiceberg/run.sh
+	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/nessiejava/run.sh
 
 ## bench: run the benchmarks of every package that has some, then tabulate
 bench:

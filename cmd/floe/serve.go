@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/floe-catalog/floe/rest/icebergrest"
+	"github.com/floe-catalog/floe/rest/nessie"
 	"github.com/floe-catalog/floe/server"
 )
 
@@ -40,6 +41,9 @@ func newServeCommand() *cobra.Command {
 			// cmd.Context() ends when shutdown begins, which stops the
 			// facade's background work before the store closes.
 			cfg.Mounts = append(cfg.Mounts, icebergMount(cmd.Context(), warehouseName, idempotencyKeyLifetime))
+			cfg.Mounts = append(cfg.Mounts, func(r *mux.Router, env server.Env) error {
+				return nessie.Register(r, nessie.Deps{Store: env.Store, Logger: env.Logger})
+			})
 			return server.Run(cmd.Context(), cfg, logger)
 		},
 	}

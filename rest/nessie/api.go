@@ -1,0 +1,219 @@
+package nessie
+
+import (
+	"compress/gzip"
+	"compress/zlib"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/gorilla/mux"
+
+	"github.com/floe-catalog/floe/versionstore"
+)
+
+// Prefix is where the API is served.
+const Prefix = "/api/v2"
+
+// SpecVersion is the Nessie API specification version floe implements. The
+// Java client picks the spec 2.2.0 content-key escaping from it.
+const SpecVersion = "2.2.0"
+
+// DefaultPrincipal is the committer of every write until authentication
+// names callers.
+const DefaultPrincipal = "anonymous"
+
+// maxLogPage caps one page of the commit log, as Nessie's
+// MAX_COMMIT_LOG_ENTRIES does.
+const maxLogPage = 250
+
+// defaultPage is the page size of entries, diffs and references when the
+// client gives no max-records.
+const defaultPage = 1000
+
+// Deps are what the API needs.
+type Deps struct {
+	Store  *versionstore.Store
+	Logger *slog.Logger
+	// Principal names the caller of a request, recorded as committer;
+	// nil means DefaultPrincipal for everyone.
+	Principal func(*http.Request) string
+}
+
+type api struct {
+	store     *versionstore.Store
+	logger    *slog.Logger
+	principal func(*http.Request) string
+}
+
+// Register adds the Nessie API v2 routes under Prefix to r. The router must
+// match on the encoded path (gorilla's UseEncodedPath), so that reference
+// names and content keys with '/' arrive as one percent-encoded segment.
+func Register(r *mux.Router, deps Deps) error {
+	if deps.Store == nil {
+		return errors.New("nessie API: no version store")
+	}
+	a := &api{store: deps.Store, logger: deps.Logger, principal: deps.Principal}
+	if a.logger == nil {
+		a.logger = slog.New(slog.DiscardHandler)
+	}
+	if a.principal == nil {
+		a.principal = func(*http.Request) string { return DefaultPrincipal }
+	}
+	routes := []struct {
+		method, path string
+		h            func(*http.Request) (any, error)
+	}{
+		{http.MethodGet, "/config", a.getConfig},
+		{http.MethodGet, "/config/repository", a.getRepositoryConfig},
+		{http.MethodGet, "/trees", a.listReferences},
+		{http.MethodPost, "/trees", a.createReference},
+		{http.MethodGet, "/trees/{ref}", a.getReference},
+		{http.MethodPut, "/trees/{ref}", a.assignReference},
+		{http.MethodDelete, "/trees/{ref}", a.deleteReference},
+		{http.MethodGet, "/trees/{ref}/entries", a.getEntries},
+		{http.MethodGet, "/trees/{ref}/contents/{key}", a.getContent},
+		{http.MethodGet, "/trees/{ref}/contents", a.getMultipleContents},
+		{http.MethodPost, "/trees/{ref}/contents", a.postMultipleContents},
+		{http.MethodGet, "/trees/{ref}/history", a.getHistory},
+		{http.MethodGet, "/trees/{ref}/recent-changes", a.recentChanges},
+		{http.MethodGet, "/trees/{from}/diff/{to}", a.getDiff},
+		{http.MethodPost, "/trees/{ref}/history/commit", a.commit},
+		{http.MethodPost, "/trees/{ref}/history/merge", a.merge},
+		{http.MethodPost, "/trees/{ref}/history/transplant", a.transplant},
+	}
+	for _, rt := range routes {
+		r.HandleFunc(Prefix+rt.path, a.handle(rt.h)).Methods(rt.method)
+	}
+	// Anything else under the prefix answers in Nessie's error model.
+	r.PathPrefix(Prefix + "/").HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, a.logger, &apiError{status: http.StatusNotFound, code: codeNotFound,
+			msg: fmt.Sprintf("no Nessie API v2 endpoint for %s %s", r.Method, r.URL.EscapedPath())})
+	})
+	return nil
+}
+
+// handle adapts a handler returning a response body or an error.
+func (a *api) handle(h func(*http.Request) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := h(r)
+		if err != nil {
+			writeError(w, r, a.logger, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, body)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(body)
+}
+
+// pathVar returns a path variable, percent-decoded.
+func pathVar(r *http.Request, name string) (string, error) {
+	raw := mux.Vars(r)[name]
+	v, err := url.PathUnescape(raw)
+	if err != nil {
+		return "", badRequest("bad percent-encoding in %s %q", name, raw)
+	}
+	return v, nil
+}
+
+// maxDecodedBody bounds a request body after decompression.
+const maxDecodedBody = 64 << 20
+
+// decodeBody reads a JSON request body into v. Nessie's Java client
+// gzip-compresses request bodies (Content-Encoding: gzip), so gzip and
+// deflate bodies are decompressed, up to maxDecodedBody bytes.
+func decodeBody(r *http.Request, v any) error {
+	var body io.Reader = r.Body
+	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			return badRequest("bad gzip request body: %v", err)
+		}
+		defer zr.Close()
+		body = zr
+	case "deflate":
+		zr, err := zlib.NewReader(r.Body)
+		if err != nil {
+			return badRequest("bad deflate request body: %v", err)
+		}
+		defer zr.Close()
+		body = zr
+	default:
+		return &apiError{status: http.StatusUnsupportedMediaType, code: "UNSUPPORTED_MEDIA_TYPE",
+			msg: fmt.Sprintf("unsupported Content-Encoding %q", enc)}
+	}
+	data, err := io.ReadAll(io.LimitReader(body, maxDecodedBody+1))
+	if err != nil {
+		return badRequest("cannot read request body: %v", err)
+	}
+	if len(data) > maxDecodedBody {
+		return &apiError{status: http.StatusRequestEntityTooLarge, code: codeBadRequest,
+			msg: fmt.Sprintf("request body is larger than %d bytes once decompressed", maxDecodedBody)}
+	}
+	if len(data) == 0 {
+		return badRequest("request body is missing")
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return badRequest("malformed JSON request body: %v", err)
+	}
+	return nil
+}
+
+// pageParams reads max-records and page-token; limit is capped at maxLimit.
+func pageParams(r *http.Request, def, maxLimit int) (int, string, error) {
+	q := r.URL.Query()
+	limit := def
+	if s := q.Get("max-records"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return 0, "", badRequest("max-records must be a non-negative integer, got %q", s)
+		}
+		if n > 0 {
+			limit = n
+		}
+	}
+	if limit > maxLimit {
+		limit = maxLimit
+	}
+	return limit, q.Get("page-token"), nil
+}
+
+// fetchAll reads the fetch option: MINIMAL (default) or ALL.
+func fetchAll(r *http.Request) (bool, error) {
+	switch f := r.URL.Query().Get("fetch"); f {
+	case "", "MINIMAL":
+		return false, nil
+	case "ALL":
+		return true, nil
+	default:
+		return false, badRequest("fetch must be MINIMAL or ALL, got %q", f)
+	}
+}
+
+// boolParam reads an optional boolean query parameter.
+func boolParam(r *http.Request, name string) (bool, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, badRequest("%s must be true or false, got %q", name, s)
+	}
+	return b, nil
+}
