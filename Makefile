@@ -1,6 +1,7 @@
-# floe: build, run and test. Every target works on a fresh machine with only
-# Go installed; nothing is cached outside the repository except Go's own
-# module and build caches.
+# floe: build, run and test. `make run` needs only Go. `make test` also
+# needs Python 3 with pip, Node.js with npm, and Java 17 with Maven for the
+# client conformance suites; their downloads are cached under git-ignored
+# folders (.cache/, node_modules/), besides Go's, npm's own caches.
 
 SHELL       := bash
 .SHELLFLAGS := -eu -o pipefail -c
