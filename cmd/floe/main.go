@@ -1,8 +1,9 @@
-// Command floe is the floe catalog binary: `floe serve` runs the server; the
-// client commands (branches, tags, log, diff, merge, queue) come later.
+// Command floe is the floe catalog binary: `floe serve` runs the server, and
+// the client commands (branch, tag, log, diff, show, ls, merge, transplant)
+// talk to a server's Nessie API v2.
 //
 // This file holds flag wiring and lifecycle only; the work happens in the
-// server and version store packages.
+// server, version store and client packages.
 package main
 
 import (
@@ -45,6 +46,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newServeCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newVersionCommand(), newBranchCommand(), newTagCommand(), newLogCommand(), newDiffCommand(), newShowCommand(), newLsCommand(), newMergeCommand(), newTransplantCommand())
 	return root
 }

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/floe-catalog/floe/internal/nessieclient"
+)
+
+// mergeFlags are what merge and transplant share: the target branch and
+// how keys are merged.
+type mergeFlags struct {
+	into        string
+	dryRun      bool
+	modes       []string
+	defaultMode string
+	message     string
+}
+
+func (m *mergeFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&m.into, "into", "", "branch to change (default: the server's default branch)")
+	fl.BoolVar(&m.dryRun, "dry-run", false, "report what would happen without changing the branch")
+	fl.StringArrayVar(&m.modes, "mode", nil, "merge behavior of one key, KEY=NORMAL|FORCE|DROP (repeatable)")
+	fl.StringVar(&m.defaultMode, "default-mode", "", "merge behavior of the other keys: NORMAL, FORCE or DROP")
+}
+
+func mergeBehavior(s string) (string, error) {
+	switch b := strings.ToUpper(s); b {
+	case "NORMAL", "FORCE", "DROP":
+		return b, nil
+	default:
+		return "", fmt.Errorf("merge behavior %q: want NORMAL, FORCE or DROP", s)
+	}
+}
+
+// request fills the key modes and default mode of req.
+func (m *mergeFlags) request(req *nessieclient.MergeRequest) error {
+	if m.defaultMode != "" {
+		b, err := mergeBehavior(m.defaultMode)
+		if err != nil {
+			return err
+		}
+		req.DefaultKeyMergeMode = b
+	}
+	for _, s := range m.modes {
+		i := strings.LastIndexByte(s, '=')
+		if i <= 0 {
+			return fmt.Errorf("--mode %q: want KEY=NORMAL|FORCE|DROP", s)
+		}
+		k, err := parseKey(s[:i])
+		if err != nil {
+			return fmt.Errorf("--mode %q: %w", s, err)
+		}
+		b, err := mergeBehavior(s[i+1:])
+		if err != nil {
+			return fmt.Errorf("--mode %q: %w", s, err)
+		}
+		req.KeyMergeModes = append(req.KeyMergeModes, nessieclient.KeyMergeMode{Key: k, MergeBehavior: b})
+	}
+	req.DryRun = m.dryRun
+	req.Message = m.message
+	return nil
+}
+
+// target reads the branch to change and its current hash, the expected
+// hash of the write.
+func (m *mergeFlags) target(ctx context.Context, cl *nessieclient.Client) (*nessieclient.Reference, error) {
+	name := m.into
+	if name == "" {
+		var err error
+		if name, err = defaultBranch(ctx, cl); err != nil {
+			return nil, err
+		}
+	}
+	return currentRef(ctx, cl, name, nessieclient.Branch)
+}
+
+func newMergeCommand() *cobra.Command {
+	f := &clientFlags{}
+	m := &mergeFlags{}
+	cmd := &cobra.Command{
+		Use:   "merge SRC",
+		Short: "Merge a reference into a branch",
+		Long: "Merge the commits of SRC (a branch, tag, name@hash or @hash) that the target\n" +
+			"branch lacks into it. Conflicting keys fail the merge, listed with their\n" +
+			"conflict type, unless --mode or --default-mode says to FORCE or DROP them.",
+		Args: cobra.ExactArgs(1),
+		RunE: f.run(func(ctx context.Context, cl *nessieclient.Client, out io.Writer, args []string) error {
+			var req nessieclient.MergeRequest
+			if err := m.request(&req); err != nil {
+				return err
+			}
+			src, err := cl.Resolve(ctx, args[0])
+			if err != nil {
+				return fmt.Errorf("resolve %s: %w", args[0], err)
+			}
+			req.FromRefName, req.FromHash = src.Name, src.Hash
+			target, err := m.target(ctx, cl)
+			if err != nil {
+				return err
+			}
+			res, err := cl.Merge(ctx, target.Name, target.Hash, req)
+			if err != nil {
+				return fmt.Errorf("merge %s into %s: %w", args[0], target.Name, err)
+			}
+			return printMerge(out, f.json, m.dryRun, "merge "+args[0]+" into "+target.Name, target, res)
+		}),
+	}
+	f.register(cmd)
+	m.register(cmd)
+	cmd.Flags().StringVarP(&m.message, "message", "m", "", "message of the merge commit")
+	return cmd
+}
+
+func newTransplantCommand() *cobra.Command {
+	f := &clientFlags{}
+	m := &mergeFlags{}
+	var from string
+	cmd := &cobra.Command{
+		Use:   "transplant HASH... --into BRANCH",
+		Short: "Copy commits onto a branch",
+		Long: "Apply the changes of the given commits, oldest first, onto BRANCH as new\n" +
+			"commits. Hashes may be abbreviated to 8 or more digits.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: f.run(func(ctx context.Context, cl *nessieclient.Client, out io.Writer, args []string) error {
+			req := nessieclient.MergeRequest{FromRefName: from, HashesToTransplant: args}
+			if err := m.request(&req); err != nil {
+				return err
+			}
+			target, err := m.target(ctx, cl)
+			if err != nil {
+				return err
+			}
+			res, err := cl.Transplant(ctx, target.Name, target.Hash, req)
+			if err != nil {
+				return fmt.Errorf("transplant onto %s: %w", target.Name, err)
+			}
+			what := fmt.Sprintf("transplant %d commit(s) onto %s", len(args), target.Name)
+			return printMerge(out, f.json, m.dryRun, what, target, res)
+		}),
+	}
+	f.register(cmd)
+	m.register(cmd)
+	cmd.Flags().StringVar(&from, "from", "", "reference the commits come from")
+	return cmd
+}
+
+// printMerge reports a merge or transplant: what happened to the branch,
+// then the keys it touched and how.
+func printMerge(out io.Writer, asJSON, dryRun bool, what string, target *nessieclient.Reference, res *nessieclient.MergeResponse) error {
+	if asJSON {
+		return writeJSON(out, res)
+	}
+	switch {
+	case !res.WasSuccessful:
+		fmt.Fprintf(out, "Would fail: %s\n", what)
+	case dryRun:
+		fmt.Fprintf(out, "Dry run: %s would succeed\n", what)
+	case !res.WasApplied:
+		fmt.Fprintf(out, "Nothing to do: %s; %s stays at %s\n", what, target.Name, short(target.Hash))
+	default:
+		fmt.Fprintf(out, "Done: %s; %s is now at %s (was %s)\n", what, target.Name, short(res.ResultantTargetHash), short(target.Hash))
+	}
+	if len(res.Details) == 0 {
+		return nil
+	}
+	t := newTable(out, "KEY", "MERGE-BEHAVIOR", "CONFLICT")
+	for _, d := range res.Details {
+		conflict := ""
+		if d.Conflict != nil {
+			conflict = d.Conflict.ConflictType
+		}
+		t.row(d.Key.String(), d.MergeBehavior, conflict)
+	}
+	return t.flush()
+}
