@@ -20,6 +20,9 @@ import (
 type refQueue struct {
 	pending []*writeRequest
 	running bool
+	// arrived wakes the committer when a request is queued while it waits
+	// for a batch to become durable.
+	arrived chan struct{}
 	// chain remembers recent heads of the reference, which spares most
 	// rebased commits a walk through history. Only the committer uses it.
 	chain headChain
@@ -115,10 +118,14 @@ func (s *Store) write(ctx context.Context, name string, apply func(ctx context.C
 	s.queuesMu.Lock()
 	q := s.queues[name]
 	if q == nil {
-		q = &refQueue{}
+		q = &refQueue{arrived: make(chan struct{}, 1)}
 		s.queues[name] = q
 	}
 	q.pending = append(q.pending, req)
+	select {
+	case q.arrived <- struct{}{}:
+	default:
+	}
 	if !q.running {
 		q.running = true
 		go s.runQueue(name, q)
@@ -129,50 +136,78 @@ func (s *Store) write(ctx context.Context, name string, apply func(ctx context.C
 }
 
 // runQueue is a reference's committer. It keeps one round in flight:
-// while round k is being made durable, it already applies round k+1 in
-// memory on top of round k's result, so the CPU work of one round overlaps
-// the fsync of the other. Round k+1 is only written once round k is
-// durable, and is prepared again on the durable head if round k failed;
+// while round k is being made durable, every request that arrives is
+// applied in memory, on top of round k's result, to round k+1, so the CPU
+// work of one round overlaps the fsync of the other and round k+1 carries
+// everything that queued meanwhile. Round k+1 is written only once round k
+// is durable, and is applied again on the durable head if round k failed;
 // no result is handed out before its own round is durable.
 func (s *Store) runQueue(name string, q *refQueue) {
 	var inflight *preparedRound
 	for {
-		s.queuesMu.Lock()
-		if len(q.pending) == 0 && inflight == nil {
+		if inflight == nil {
+			round := s.takePending(name, q, s.maxGroup, true)
+			if round == nil {
+				return // the queue was idle and is gone
+			}
+			p := s.prepareRound(name, q, s.refs.get(name), nil)
+			p.add(round)
+			inflight = s.launch(p)
+			continue
+		}
+		next := s.prepareRound(name, q, inflight.cur, inflight.ov)
+		for waiting := true; waiting; {
+			if round := s.takePending(name, q, s.maxGroup-len(next.round), false); len(round) > 0 {
+				next.add(round)
+				continue
+			}
+			select {
+			case <-inflight.done:
+				waiting = false
+			case <-q.arrived:
+			}
+		}
+		durable := s.complete(name, q, inflight)
+		if !durable && len(next.round) > 0 {
+			round := next.round
+			next = s.prepareRound(name, q, s.refs.get(name), nil)
+			next.add(round)
+		}
+		next.ov.parent = nil // the previous round's objects are durable now
+		inflight = nil
+		if len(next.round) > 0 {
+			inflight = s.launch(next)
+		}
+	}
+}
+
+// takePending removes up to max queued requests. With exit set and nothing
+// queued, it retires the queue and returns nil.
+func (s *Store) takePending(name string, q *refQueue, max int, exit bool) []*writeRequest {
+	s.queuesMu.Lock()
+	defer s.queuesMu.Unlock()
+	if len(q.pending) == 0 {
+		if exit {
 			q.running = false
 			delete(s.queues, name)
-			s.queuesMu.Unlock()
-			return
 		}
-		n := min(len(q.pending), s.maxGroup)
-		round := q.pending[:n:n]
-		q.pending = q.pending[n:]
-		s.queuesMu.Unlock()
-
-		if len(round) == 0 {
-			s.complete(name, q, inflight)
-			inflight = nil
-			continue
-		}
-		var p *preparedRound
-		if inflight == nil {
-			p = s.prepareRound(name, q, s.refs.get(name), nil, round)
-		} else {
-			p = s.prepareRound(name, q, inflight.cur, inflight.ov, round)
-			durable := s.complete(name, q, inflight)
-			inflight = nil
-			if !durable {
-				p = s.prepareRound(name, q, s.refs.get(name), nil, round)
-			}
-			p.ov.parent = nil // the previous round's objects are durable now
-		}
-		if !p.changed() {
-			p.deliver()
-			continue
-		}
-		p.start()
-		inflight = p
+		return nil
 	}
+	n := min(len(q.pending), max)
+	round := q.pending[:n:n]
+	q.pending = q.pending[n:]
+	return round
+}
+
+// launch starts writing a round that changed something, or hands out the
+// results of one that did not (reads, dry runs, failures) and returns nil.
+func (s *Store) launch(p *preparedRound) *preparedRound {
+	if !p.changed() {
+		p.deliver()
+		return nil
+	}
+	p.start()
+	return p
 }
 
 // maxBackendRetries bounds how often a round is redone after another
@@ -184,6 +219,7 @@ const maxBackendRetries = 8
 type preparedRound struct {
 	s       *Store
 	name    string
+	q       *refQueue
 	round   []*writeRequest
 	base    *Ref // the ref the round was applied to
 	cur     *Ref // the ref after the round
@@ -191,7 +227,8 @@ type preparedRound struct {
 	log     []*RefLogEntry
 	records []backend.Record
 	commits int
-	applied chan error // the outcome of Apply, once started
+	done    chan struct{} // closed when Apply returned
+	err     error         // Apply's outcome, once done is closed
 }
 
 func (p *preparedRound) changed() bool { return len(p.log) > 0 }
@@ -215,8 +252,17 @@ func (p *preparedRound) batch() backend.Batch {
 // in an unknown state.
 func (p *preparedRound) start() {
 	b := p.batch()
-	p.applied = make(chan error, 1)
-	go func() { p.applied <- p.s.be.Apply(context.Background(), b) }()
+	p.done = make(chan struct{})
+	go func() {
+		p.err = p.s.be.Apply(context.Background(), b)
+		close(p.done)
+	}()
+}
+
+// wait returns Apply's outcome.
+func (p *preparedRound) wait() error {
+	<-p.done
+	return p.err
 }
 
 // deliver hands every request its result.
@@ -226,21 +272,26 @@ func (p *preparedRound) deliver() {
 	}
 }
 
-// prepareRound applies the round's requests in order, in memory, on top of
-// base. parent holds the objects of a round still in flight, if any.
-func (s *Store) prepareRound(name string, q *refQueue, base *Ref, parent *overlay, round []*writeRequest) *preparedRound {
-	p := &preparedRound{s: s, name: name, round: round, base: base, cur: base, ov: newOverlay(s, parent)}
-	chain := &q.chain
-	if base == nil || !chain.has(base.Head) {
-		chain.reset(base)
+// prepareRound starts a round on top of base. parent holds the objects of
+// a round still in flight, if any.
+func (s *Store) prepareRound(name string, q *refQueue, base *Ref, parent *overlay) *preparedRound {
+	if base == nil || !q.chain.has(base.Head) {
+		q.chain.reset(base)
 	}
-	for _, r := range round {
+	return &preparedRound{s: s, name: name, q: q, base: base, cur: base, ov: newOverlay(s, parent)}
+}
+
+// add applies requests to the round, in order, in memory.
+func (p *preparedRound) add(reqs []*writeRequest) {
+	s, chain := p.s, &p.q.chain
+	p.round = append(p.round, reqs...)
+	for _, r := range reqs {
 		r.result, r.err = nil, nil
 		if err := r.ctx.Err(); err != nil {
 			r.err = err
 			continue
 		}
-		t := &refTxn{s: s, name: name, ref: p.cur, ov: newOverlay(s, p.ov), chain: chain}
+		t := &refTxn{s: s, name: p.name, ref: p.cur, ov: newOverlay(s, p.ov), chain: chain}
 		res, err := r.apply(r.ctx, t)
 		if err != nil {
 			// The write's changes are dropped; a dry run or a
@@ -276,7 +327,6 @@ func (s *Store) prepareRound(name string, q *refQueue, base *Ref, parent *overla
 			}
 		}
 	}
-	return p
 }
 
 // complete waits for a started round, publishes it if durable, and
@@ -286,19 +336,20 @@ func (s *Store) prepareRound(name string, q *refQueue, base *Ref, parent *overla
 // prepared on top of it needs.
 func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 	defer p.deliver()
-	err := <-p.applied
+	err := p.wait()
 	for attempt := 1; errors.Is(err, backend.ErrRefConflict) && attempt <= maxBackendRetries; attempt++ {
 		s.stats.BackendRetries.Add(1)
 		if err = s.reloadRef(name); err != nil {
 			break
 		}
 		q.chain.reset(s.refs.get(name))
-		redo := s.prepareRound(name, q, s.refs.get(name), nil, p.round)
+		redo := s.prepareRound(name, q, s.refs.get(name), nil)
+		redo.add(p.round)
 		if !redo.changed() {
 			return false
 		}
 		redo.start()
-		if err = <-redo.applied; err == nil {
+		if err = redo.wait(); err == nil {
 			s.publish(name, redo)
 			return false
 		}
