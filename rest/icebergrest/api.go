@@ -85,6 +85,8 @@ type api struct {
 	backoff    time.Duration
 	principal  func(*http.Request) string
 	files      *metadataCache
+	// tables serializes commits to one table on one branch (tablelocks.go).
+	tables *tableLocks
 	// ik handles Idempotency-Key; nil when keys are turned off.
 	ik  *idempotency
 	now func() time.Time
@@ -122,6 +124,7 @@ func newAPI(deps Deps) (*api, error) {
 		backoff:    deps.RetryBackoff,
 		principal:  deps.Principal,
 		files:      newMetadataCache(512),
+		tables:     newTableLocks(),
 		now:        deps.Now,
 	}
 	if a.now == nil {

@@ -59,10 +59,7 @@ func (a *api) updateTable(w http.ResponseWriter, r *http.Request) error {
 	}
 	rp, err := a.commitTables(w, r, c, []tableChange{{id: id, req: req}}, func(results []*staged) *reply {
 		file := results[0].file
-		return jsonReply(http.StatusOK, struct {
-			MetadataLocation string          `json:"metadata-location"`
-			Metadata         json.RawMessage `json:"metadata"`
-		}{file.location, file.raw}).withETag(etag(file.location, "all"))
+		return metadataReply(file.location, file.body, false).withETag(etag(file.location, "all"))
 	})
 	if err != nil {
 		return err
@@ -111,13 +108,17 @@ func (a *api) commitTransaction(w http.ResponseWriter, r *http.Request) error {
 
 // commitTables validates and applies every change against the branch head,
 // writes the new metadata files, and makes one catalog commit with all of
-// them: all tables change or none. When another writer changed one of the
-// tables in between, the store refuses the commit; then everything is
-// re-read, requirements are validated again against the new head and the
-// updates re-applied, up to a.retries times. That is the spec's
-// server-side retry: a client's change lands on a newer head as long as
-// its requirements still hold. respond builds the reply from the prepared
-// changes before the commit (see commit); that reply is returned.
+// them: all tables change or none. Each attempt holds this process's locks
+// of all the tables involved (tablelocks.go), so writers here take turns,
+// each validating against the head the previous one made. When a writer
+// that takes no such lock (a merge, a rename or drop, another process
+// sharing the store) changed one of the tables in between, the store
+// refuses the commit; then everything is re-read, requirements are
+// validated again against the new head and the updates re-applied, up to
+// a.retries times. That is the spec's server-side retry: a client's change
+// lands on a newer head as long as its requirements still hold. respond
+// builds the reply from the prepared changes before the commit (see
+// commit); that reply is returned.
 func (a *api) commitTables(w http.ResponseWriter, r *http.Request, c *catalog, changes []tableChange, respond func([]*staged) *reply) (*reply, error) {
 	branch, err := c.writable()
 	if err != nil {
@@ -129,7 +130,18 @@ func (a *api) commitTables(w http.ResponseWriter, r *http.Request, c *catalog, c
 		results []*staged
 		rp      *reply
 	)
+	lockKeys := make([]string, len(changes))
+	for i, tc := range changes {
+		lockKeys[i] = tableLockKey(branch, tc.id)
+	}
 	err = a.retry(ctx, "update", func(int) (bool, error) {
+		// Held from reading the head to the end of the commit, and
+		// released before a retry's backoff pause.
+		unlock, err := a.tables.lock(ctx, lockKeys)
+		if err != nil {
+			return false, err
+		}
+		defer unlock()
 		head, err := a.head(branch)
 		if err != nil {
 			return false, err

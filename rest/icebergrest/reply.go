@@ -23,11 +23,42 @@ func jsonReply(status int, v any) *reply {
 		status = http.StatusInternalServerError
 		b = []byte(`{"error":{"message":"encoding response","type":"InternalServerError","code":500}}`)
 	}
+	return rawJSONReply(status, append(b, '\n'))
+}
+
+// rawJSONReply is a reply whose body is already-encoded JSON.
+func rawJSONReply(status int, body []byte) *reply {
 	return &reply{
 		status: status,
 		header: map[string]string{"Content-Type": "application/json", "X-Content-Type-Options": "nosniff"},
-		body:   append(b, '\n'),
+		body:   body,
 	}
+}
+
+// metadataReply is the 200 answering a table's metadata: the spec's
+// LoadTableResult (withConfig) or CommitTableResponse. It holds the same
+// bytes jsonReply would encode for the struct
+// {metadata-location, metadata[, config: {}]}, but is concatenated from
+// parts known to be valid JSON, so a metadata file of half a megabyte is
+// not re-compacted for every answer. metadata must be compact and
+// HTML-escaped, as loaded.body is.
+func metadataReply(location string, metadata []byte, withConfig bool) *reply {
+	loc, _ := json.Marshal(location) // a string always encodes
+	const (
+		open   = `{"metadata-location":`
+		meta   = `,"metadata":`
+		config = `,"config":{}`
+	)
+	b := make([]byte, 0, len(open)+len(loc)+len(meta)+len(metadata)+len(config)+2)
+	b = append(b, open...)
+	b = append(b, loc...)
+	b = append(b, meta...)
+	b = append(b, metadata...)
+	if withConfig {
+		b = append(b, config...)
+	}
+	b = append(b, "}\n"...)
+	return rawJSONReply(http.StatusOK, b)
 }
 
 // noContent is the 204 of drops, renames and transactions.

@@ -19,17 +19,12 @@ import (
 	"github.com/floe-catalog/floe/versionstore"
 )
 
-// loadTableResult is the spec's LoadTableResult. MetadataLocation is null
-// only for a staged create.
+// loadTableResult is the spec's LoadTableResult of a staged create, whose
+// MetadataLocation is null; every other one is a metadataReply.
 type loadTableResult struct {
 	MetadataLocation *string           `json:"metadata-location"`
 	Metadata         json.RawMessage   `json:"metadata"`
 	Config           map[string]string `json:"config"`
-}
-
-func newLoadTableResult(l *loaded) loadTableResult {
-	loc := l.location
-	return loadTableResult{MetadataLocation: &loc, Metadata: l.raw, Config: map[string]string{}}
 }
 
 // tableContent is the version-store value of a table whose current
@@ -241,7 +236,7 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 		return internalError(err)
 	}
 	content := tableContent("", file)
-	rp := jsonReply(http.StatusOK, newLoadTableResult(file)).withETag(etag(file.location, "all"))
+	rp := metadataReply(file.location, file.body, true).withETag(etag(file.location, "all"))
 	_, err = a.commit(ctx, w, r, branch, head, []versionstore.Operation{{Kind: versionstore.OpPut, Key: id.key(), Content: content}},
 		change{op: "create", message: "iceberg: create table " + id.String(),
 			props: map[string]string{propTable: id.String(), propMetadataLocation: file.location}}, rp)
@@ -316,13 +311,15 @@ func (a *api) loadTable(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
-	res := newLoadTableResult(l)
+	body := l.body
 	if mode == "refs" {
-		if res.Metadata, err = refSnapshotsOnly(l); err != nil {
+		// refSnapshotsOnly encodes with encoding/json: compact and escaped,
+		// as body is.
+		if body, err = refSnapshotsOnly(l); err != nil {
 			return internalError(err)
 		}
 	}
-	writeJSON(w, http.StatusOK, res)
+	metadataReply(l.location, body, true).write(w)
 	return nil
 }
 
@@ -443,10 +440,7 @@ func (a *api) removeTable(w http.ResponseWriter, r *http.Request, purge, unregis
 		ch.props[propMetadataLocation] = content.MetadataLocation
 		rp = noContent()
 		if unregister {
-			rp = jsonReply(http.StatusOK, struct {
-				MetadataLocation string          `json:"metadata-location"`
-				Metadata         json.RawMessage `json:"metadata"`
-			}{l.location, l.raw})
+			rp = metadataReply(l.location, l.body, false)
 		}
 		_, err = a.commit(ctx, w, r, branch, head, []versionstore.Operation{{Kind: versionstore.OpDelete, Key: id.key()}}, ch, rp)
 		ce := conflictOf(err)
@@ -506,7 +500,7 @@ func (a *api) registerTable(w http.ResponseWriter, r *http.Request) error {
 	if _, err := c.wh.requireInside("table location", file.meta.Location()); err != nil {
 		return err
 	}
-	rp := jsonReply(http.StatusOK, newLoadTableResult(file)).withETag(etag(file.location, "all"))
+	rp := metadataReply(file.location, file.body, true).withETag(etag(file.location, "all"))
 	err = a.retry(ctx, "register", func(int) (bool, error) {
 		head, err := a.head(branch)
 		if err != nil {
