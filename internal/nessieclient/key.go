@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/floe-catalog/floe/internal/nessiekey"
 )
 
 // ContentKey is Nessie's ContentKey: a namespace path and a name.
@@ -54,36 +56,5 @@ func (k ContentKey) String() string {
 }
 
 // PathForm is the key as Nessie (spec 2.2.0) writes it in a URL path
-// segment or query parameter, before percent-encoding: elements joined by
-// '.' when none holds '.', '/', '\' or '%'; otherwise a leading '.' and
-// the elements with '*' as the escape character.
-func (k ContentKey) PathForm() string {
-	joined := strings.Join(k.Elements, "")
-	if !strings.ContainsAny(joined, `./\%`) {
-		return strings.Join(k.Elements, ".")
-	}
-	var b strings.Builder
-	b.WriteByte('.')
-	for i, e := range k.Elements {
-		if i > 0 {
-			b.WriteByte('.')
-		}
-		for _, c := range e {
-			switch c {
-			case '.':
-				b.WriteString("*.")
-			case '*':
-				b.WriteString("**")
-			case '/':
-				b.WriteString("*{")
-			case '\\':
-				b.WriteString("*}")
-			case '%':
-				b.WriteString("*[")
-			default:
-				b.WriteRune(c)
-			}
-		}
-	}
-	return b.String()
-}
+// segment or query parameter, before percent-encoding.
+func (k ContentKey) PathForm() string { return nessiekey.EncodePath(k.Elements) }

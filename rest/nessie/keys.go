@@ -3,6 +3,7 @@ package nessie
 import (
 	"strings"
 
+	"github.com/floe-catalog/floe/internal/nessiekey"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -29,42 +30,9 @@ func (k *keyJSON) key() (versionstore.ContentKey, error) {
 // legacyDot stands for '.' inside an element in the legacy path encoding.
 const legacyDot = '\x1d'
 
-// escapedChars are the characters that switch an encoded key to the spec
-// 2.2.0 escaping, in which '*' is the escape character.
-const escapedChars = "./\\%"
-
 // encodeKeyPath returns the path form of a key as Nessie (spec 2.2.0)
-// writes it: the legacy form (elements joined by '.') when no element
-// holds '.', '/', '\' or '%', else a leading '.' and the escaped elements.
-func encodeKeyPath(k versionstore.ContentKey) string {
-	if !strings.ContainsAny(strings.Join(k, ""), escapedChars) {
-		return strings.Join(k, ".")
-	}
-	var b strings.Builder
-	b.WriteByte('.')
-	for i, e := range k {
-		if i > 0 {
-			b.WriteByte('.')
-		}
-		for _, c := range e {
-			switch c {
-			case '.':
-				b.WriteString("*.")
-			case '*':
-				b.WriteString("**")
-			case '/':
-				b.WriteString("*{")
-			case '\\':
-				b.WriteString("*}")
-			case '%':
-				b.WriteString("*[")
-			default:
-				b.WriteRune(c)
-			}
-		}
-	}
-	return b.String()
-}
+// writes it; see nessiekey.EncodePath.
+func encodeKeyPath(k versionstore.ContentKey) string { return nessiekey.EncodePath(k) }
 
 // encodeKeyLegacy returns the legacy path form: elements joined by '.',
 // with '.' inside an element written as 0x1D. CEL filters use it.
