@@ -44,33 +44,16 @@ func (a *api) getEntries(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := r.URL.Query()
 	withContent, err := boolParam(r, "content")
 	if err != nil {
 		return nil, err
 	}
-	limit, token, err := pageParams(r, defaultPage, 10000)
+	sel, err := keySelectionParams(r)
 	if err != nil {
 		return nil, err
 	}
-	f, err := compileFilter(q.Get("filter"))
-	if err != nil {
-		return nil, err
-	}
-	keys, err := keyParams(q["key"])
-	if err != nil {
-		return nil, err
-	}
-	opts := versionstore.EntriesOptions{WithContent: withContent}
-	if opts.Prefix, err = optionalKey(q.Get("prefix-key")); err != nil {
-		return nil, err
-	}
-	if opts.Min, err = optionalKey(q.Get("min-key")); err != nil {
-		return nil, err
-	}
-	if opts.Max, err = optionalKey(q.Get("max-key")); err != nil {
-		return nil, err
-	}
+	limit, token, f, keys := sel.limit, sel.token, sel.filter, sel.keys
+	opts := versionstore.EntriesOptions{WithContent: withContent, Prefix: sel.prefix, Min: sel.min, Max: sel.max}
 	resp := entriesResponse{Entries: []entryJSON{}, EffectiveReference: effectiveRef(res)}
 	add := func(k versionstore.ContentKey, c *versionstore.Content, t versionstore.ContentType, id string) (bool, error) {
 		ok, err := f.match(entryVars(k, t, id))
@@ -373,33 +356,16 @@ func (a *api) getDiff(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := r.URL.Query()
-	limit, token, err := pageParams(r, defaultPage, 10000)
+	sel, err := keySelectionParams(r)
 	if err != nil {
 		return nil, err
 	}
-	f, err := compileFilter(q.Get("filter"))
-	if err != nil {
-		return nil, err
-	}
-	keys, err := keyParams(q["key"])
-	if err != nil {
-		return nil, err
-	}
+	limit, f, keys := sel.limit, sel.filter, sel.keys
 	want := map[string]bool{}
 	for _, k := range keys {
 		want[string(k.Encode())] = true
 	}
-	opts := versionstore.DiffOptions{PageToken: token}
-	if opts.Prefix, err = optionalKey(q.Get("prefix-key")); err != nil {
-		return nil, err
-	}
-	if opts.Min, err = optionalKey(q.Get("min-key")); err != nil {
-		return nil, err
-	}
-	if opts.Max, err = optionalKey(q.Get("max-key")); err != nil {
-		return nil, err
-	}
+	opts := versionstore.DiffOptions{PageToken: sel.token, Prefix: sel.prefix, Min: sel.min, Max: sel.max}
 	resp := diffResponse{Diffs: []diffEntryJSON{}, EffectiveFromReference: effectiveRef(from), EffectiveToReference: effectiveRef(to)}
 	scanned := 0
 	for {
@@ -430,4 +396,37 @@ func (a *api) getDiff(r *http.Request) (any, error) {
 			return resp, nil
 		}
 	}
+}
+
+// keySelection is the query of a listing over keys (entries, diff): paging,
+// a filter, explicit keys, and a prefix and bounds.
+type keySelection struct {
+	limit            int
+	token            string
+	filter           *filter
+	keys             []versionstore.ContentKey
+	prefix, min, max versionstore.ContentKey
+}
+
+func keySelectionParams(r *http.Request) (sel keySelection, err error) {
+	q := r.URL.Query()
+	if sel.limit, sel.token, err = pageParams(r, defaultPage, 10000); err != nil {
+		return sel, err
+	}
+	if sel.filter, err = compileFilter(q.Get("filter")); err != nil {
+		return sel, err
+	}
+	if sel.keys, err = keyParams(q["key"]); err != nil {
+		return sel, err
+	}
+	if sel.prefix, err = optionalKey(q.Get("prefix-key")); err != nil {
+		return sel, err
+	}
+	if sel.min, err = optionalKey(q.Get("min-key")); err != nil {
+		return sel, err
+	}
+	if sel.max, err = optionalKey(q.Get("max-key")); err != nil {
+		return sel, err
+	}
+	return sel, nil
 }
