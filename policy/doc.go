@@ -1,12 +1,19 @@
-// Package policy will own authorization: authenticating principals from
-// bearer tokens (static token file, JWT with JWKS, the Iceberg OAuth2
-// client-credentials flow) and the embedded OPA engine behind one question,
-// "may this principal do this?", with its documented input document,
-// bundles loaded from files or a bundle server, decision logs, and the
-// default policy.
+// Package policy owns authorization: the embedded OPA engine behind one
+// question, "may this principal do this?". Callers describe an operation
+// as an Input (principal, action, ref, target ref, contents touched) and
+// get a Decision from Engine.Decide. The engine loads a policy bundle from
+// a directory or .tar.gz (hot reloaded), from an OPA bundle server (ETag
+// polling), or the default bundle compiled into floe; verifies bundle
+// signatures when given a key; writes a JSON decision log; and exports
+// Prometheus metrics. policy/README.md documents the input document, the
+// decision, the default policy and the bundle protocol. Authentication
+// (turning a token into a Principal) lives in policy/authn.
 //
-// No code lives here yet. policy must not import versionstore, rest or
-// server: callers describe an operation (principal, action, ref, target ref,
-// tables touched) in policy's own types, so the policy engine can be tested
-// and reasoned about without a catalog.
+// Input carries no credentials by design: principals arrive already
+// authenticated, so neither policies nor decision logs ever see a token.
+// Keep it that way when adding fields.
+//
+// policy must not import versionstore, rest, server or cmd: the engine is
+// tested and reasoned about without a catalog, and OPA stays hidden behind
+// this package's small API.
 package policy

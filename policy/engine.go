@@ -1,0 +1,434 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/bundle"
+	"github.com/open-policy-agent/opa/v1/download"
+	"github.com/open-policy-agent/opa/v1/keys"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// DecisionQuery is what the engine asks every bundle. The rule must yield
+// {"allow": bool, "reasons": [string]}.
+const DecisionQuery = "data.floe.authz.decision"
+
+// bundleName names the single bundle the engine activates; OPA keys bundle
+// metadata in the store by it.
+const bundleName = "floe"
+
+// Defaults for Options.
+const (
+	DefaultPollInterval     = 2 * time.Second
+	DefaultHTTPPollInterval = 30 * time.Second
+	DefaultHTTPStartTimeout = 30 * time.Second
+	DefaultVerificationAlg  = "RS256"
+	defaultVerificationKID  = "default"
+)
+
+// Options configure an Engine. The zero value runs the embedded default
+// bundle.
+type Options struct {
+	// Bundle is a bundle directory or .tar.gz file, watched for changes.
+	// "" with no BundleURL means the default bundle compiled into floe.
+	Bundle string
+	// BundleURL is the URL of a bundle resource on an OPA bundle server
+	// (for example https://bundles.example.com/bundles/floe.tar.gz),
+	// polled with ETag / If-None-Match. Mutually exclusive with Bundle.
+	BundleURL string
+	// PollInterval is how often the bundle source is checked: default
+	// DefaultPollInterval for a local bundle, DefaultHTTPPollInterval for
+	// a bundle server.
+	PollInterval time.Duration
+	// HTTPStartTimeout bounds how long New waits for the first bundle from
+	// BundleURL (also bounded by New's context); default
+	// DefaultHTTPStartTimeout.
+	HTTPStartTimeout time.Duration
+
+	// VerificationKey, when set, makes the engine accept only bundles
+	// signed with it (OPA bundle signatures, .signatures.json): a PEM
+	// public key, or the shared secret for HS* algorithms.
+	VerificationKey string
+	// VerificationKeyID names the key; signatures are verified with this
+	// key whatever key id they carry. Default "default".
+	VerificationKeyID string
+	// VerificationAlg is the JWS algorithm (RS256, ES256, HS256, ...);
+	// default RS256.
+	VerificationAlg string
+
+	// DecisionLog receives one JSON line per decision; nil logs nothing.
+	DecisionLog io.Writer
+	// Logger receives bundle activations and failures; nil discards.
+	Logger *slog.Logger
+	// Metrics registers the engine's collectors; nil uses a private
+	// registry.
+	Metrics prometheus.Registerer
+}
+
+// Engine answers authorization questions with the active policy bundle.
+// It is safe for concurrent use. Bundle activations swap the prepared
+// query atomically, so a decision in flight finishes on the bundle it
+// started with.
+type Engine struct {
+	opts    Options
+	log     *slog.Logger
+	reg     prometheus.Registerer
+	metrics *metrics
+	dlog    *decisionLog
+	vc      *bundle.VerificationConfig
+
+	active atomic.Pointer[activeBundle]
+
+	// sourceMu serializes polling and reloading of the bundle source, so
+	// activations happen in the order the source produced them.
+	sourceMu   sync.Mutex
+	local      *localSource
+	downloader *download.Downloader
+	// lastRejection is the last bundle error logged for BundleURL; under
+	// sourceMu.
+	lastRejection string
+
+	// errMu guards lastErr apart from sourceMu: a download abandoned by
+	// Close may still report after the poll that started it returned.
+	errMu   sync.Mutex
+	lastErr error // last failure to fetch or activate, for New's error
+
+	ctx       context.Context // lives until Close; HTTP downloads use it
+	cancel    context.CancelFunc
+	loopDone  chan struct{}
+	closeOnce sync.Once
+}
+
+// activeBundle is one activated bundle, ready to evaluate.
+type activeBundle struct {
+	query    rego.PreparedEvalQuery
+	revision string
+}
+
+// New starts an engine with the configured bundle. A bundle that cannot be
+// read, verified or compiled at start is an error: floe must not serve
+// with a policy it cannot enforce.
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.Bundle != "" && opts.BundleURL != "" {
+		return nil, errors.New("policy: Bundle and BundleURL are mutually exclusive")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = prometheus.NewRegistry()
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+		if opts.BundleURL != "" {
+			opts.PollInterval = DefaultHTTPPollInterval
+		}
+	}
+	if opts.HTTPStartTimeout <= 0 {
+		opts.HTTPStartTimeout = DefaultHTTPStartTimeout
+	}
+	vc, err := verificationConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+
+	m, err := newMetrics(opts.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		opts:     opts,
+		log:      opts.Logger.With("component", "policy"),
+		reg:      opts.Metrics,
+		metrics:  m,
+		vc:       vc,
+		loopDone: make(chan struct{}),
+	}
+	if opts.DecisionLog != nil {
+		e.dlog = &decisionLog{w: opts.DecisionLog}
+	}
+	// The engine's context outlives New's: it ends at Close.
+	e.ctx, e.cancel = context.WithCancel(context.WithoutCancel(ctx))
+
+	if err := e.start(ctx); err != nil {
+		e.cancel()
+		m.unregister(e.reg)
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Engine) start(ctx context.Context) error {
+	switch {
+	case e.opts.BundleURL != "":
+		if err := e.startHTTP(ctx); err != nil {
+			return err
+		}
+		go e.loop(e.pollHTTP)
+	case e.opts.Bundle != "":
+		e.local = &localSource{path: e.opts.Bundle, vc: e.vc}
+		if err := e.reloadLocal(ctx, true); err != nil {
+			return err
+		}
+		go e.loop(func() { _ = e.reloadLocal(e.ctx, false) })
+	default:
+		b, err := DefaultBundle()
+		if err != nil {
+			return err
+		}
+		if err := e.activate(ctx, b, "embedded default bundle"); err != nil {
+			return err
+		}
+		close(e.loopDone)
+	}
+	return nil
+}
+
+// verificationConfig turns the key options into OPA's bundle verification
+// config; nil means bundles need no signature.
+func verificationConfig(opts Options) (*bundle.VerificationConfig, error) {
+	if opts.VerificationKey == "" {
+		if opts.VerificationKeyID != "" || opts.VerificationAlg != "" {
+			return nil, errors.New("policy: VerificationKeyID or VerificationAlg set without VerificationKey")
+		}
+		return nil, nil
+	}
+	if opts.Bundle == "" && opts.BundleURL == "" {
+		// The embedded bundle is unsigned; a key without a bundle source
+		// is a configuration mistake, not a request to trust the binary.
+		return nil, errors.New("policy: VerificationKey needs Bundle or BundleURL")
+	}
+	alg := opts.VerificationAlg
+	if alg == "" {
+		alg = DefaultVerificationAlg
+	}
+	if !keys.IsSupportedAlgorithm(alg) {
+		return nil, fmt.Errorf("policy: unsupported bundle verification algorithm %q", alg)
+	}
+	kid := opts.VerificationKeyID
+	if kid == "" {
+		kid = defaultVerificationKID
+	}
+	return bundle.NewVerificationConfig(map[string]*bundle.KeyConfig{
+		kid: {Key: opts.VerificationKey, Algorithm: alg},
+	}, kid, "", nil), nil
+}
+
+// loop runs poll every PollInterval until Close.
+func (e *Engine) loop(poll func()) {
+	defer close(e.loopDone)
+	t := time.NewTicker(e.opts.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+			poll()
+		}
+	}
+}
+
+// Close stops watching the bundle source and unregisters the metrics.
+// Decisions already in flight complete; Decide after Close still answers
+// with the last active bundle.
+func (e *Engine) Close() error {
+	e.closeOnce.Do(func() {
+		e.cancel()
+		<-e.loopDone
+		e.metrics.unregister(e.reg)
+	})
+	return nil
+}
+
+// Revision is the active bundle's manifest revision.
+func (e *Engine) Revision() string {
+	return e.active.Load().revision
+}
+
+// Reload re-reads the bundle source now, even if it looks unchanged, and
+// activates it. On error the previous bundle stays active.
+func (e *Engine) Reload(ctx context.Context) error {
+	switch {
+	case e.opts.BundleURL != "":
+		return e.reloadHTTP(ctx)
+	case e.local != nil:
+		return e.reloadLocal(ctx, true)
+	default:
+		b, err := DefaultBundle()
+		if err != nil {
+			return err
+		}
+		return e.activate(ctx, b, "embedded default bundle")
+	}
+}
+
+// activate compiles b and makes it the active bundle. A bundle is
+// rejected, and the active one kept, if it does not compile, defines no
+// decision rule, or fails to evaluate a probe decision.
+func (e *Engine) activate(ctx context.Context, b *bundle.Bundle, source string) error {
+	a, err := prepare(ctx, b)
+	if err != nil {
+		e.metrics.rejected.Inc()
+		e.log.Error("policy bundle rejected; keeping the active one",
+			"source", source, "revision", b.Manifest.Revision, "active_revision", e.activeRevision(), "err", err)
+		return fmt.Errorf("policy bundle from %s (revision %q) rejected: %w", source, b.Manifest.Revision, err)
+	}
+	prev := e.activeRevision()
+	e.active.Store(a)
+	e.metrics.activatedOK.Inc()
+	e.metrics.setRevision(a.revision)
+	e.log.Info("policy bundle activated", "source", source, "revision", a.revision, "previous_revision", prev)
+	return nil
+}
+
+func (e *Engine) setLastError(err error) {
+	e.errMu.Lock()
+	defer e.errMu.Unlock()
+	e.lastErr = err
+}
+
+func (e *Engine) lastError() error {
+	e.errMu.Lock()
+	defer e.errMu.Unlock()
+	return e.lastErr
+}
+
+func (e *Engine) activeRevision() string {
+	if a := e.active.Load(); a != nil {
+		return a.revision
+	}
+	return ""
+}
+
+var decisionRef = ast.MustParseRef(DecisionQuery)
+
+func prepare(ctx context.Context, b *bundle.Bundle) (*activeBundle, error) {
+	var compiler *ast.Compiler
+	// rego creates a fresh store for each activation: the bundle's data
+	// replaces the previous one wholesale, and in-flight evaluations keep
+	// reading the old store.
+	pq, err := rego.New(
+		rego.Query(DecisionQuery),
+		rego.ParsedBundle(bundleName, b),
+		rego.CompilerHook(func(c *ast.Compiler) { compiler = c }),
+	).PrepareForEval(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("compile: %w", err)
+	}
+	if compiler == nil || len(compiler.GetRules(decisionRef)) == 0 {
+		return nil, fmt.Errorf("bundle defines no %s rule", DecisionQuery)
+	}
+	a := &activeBundle{query: pq, revision: b.Manifest.Revision}
+	// A probe catches bundles that compile but fail at evaluation (a
+	// conflict between complete rules, a builtin error) before they
+	// replace a working one.
+	probe := Input{
+		Version:   InputVersion,
+		Principal: Principal{ID: "floe-bundle-probe"},
+		Action:    ActionRead,
+		API:       "nessie",
+		Ref:       Ref{Name: "main", Type: RefBranch},
+	}
+	if _, err := a.query.Eval(ctx, rego.EvalParsedInput(probe.astValue())); err != nil {
+		return nil, fmt.Errorf("probe decision: %w", err)
+	}
+	return a, nil
+}
+
+// Reasons the engine adds itself.
+const (
+	reasonNoDecision = "policy gave no usable decision"
+	reasonDenied     = "denied by policy"
+)
+
+// Decide asks the active policy whether in may proceed. A policy that
+// yields no decision, or a malformed one, denies. The error is only for
+// evaluation faults (a cancelled context, a builtin error), which callers
+// answer with a server error rather than a denial.
+func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
+	a := e.active.Load()
+	// OPA notices cancellation only now and then during evaluation, and a
+	// short policy may finish first; a caller that gave up gets no answer.
+	if err := ctx.Err(); err != nil {
+		e.metrics.evalError.Inc()
+		return Decision{}, fmt.Errorf("evaluate %s: %w", DecisionQuery, err)
+	}
+	start := time.Now()
+	rs, err := a.query.Eval(ctx, rego.EvalParsedInput(in.astValue()))
+	elapsed := time.Since(start)
+	e.metrics.latency.Observe(elapsed.Seconds())
+	if err != nil {
+		e.metrics.evalError.Inc()
+		return Decision{}, fmt.Errorf("evaluate %s (bundle revision %q, action %s, ref %q): %w",
+			DecisionQuery, a.revision, in.Action, in.Ref.Name, err)
+	}
+	d := Decision{ID: uuid.NewString()}
+	d.Allow, d.Reasons = decodeDecision(rs)
+	if !d.Allow && len(d.Reasons) == 0 {
+		d.Reasons = []string{reasonDenied}
+	}
+	if d.Allow {
+		e.metrics.allow.Inc()
+	} else {
+		e.metrics.deny.Inc()
+	}
+	if e.dlog != nil {
+		entry := DecisionLogEntry{
+			DecisionID: d.ID,
+			Time:       start,
+			Input:      in,
+			Result:     DecisionResult{Allow: d.Allow, Reasons: d.Reasons},
+			LatencyUS:  float64(elapsed.Nanoseconds()) / 1e3,
+			Revision:   a.revision,
+		}
+		if err := e.dlog.write(&entry); err != nil {
+			// The decision stands; losing a log line must not turn an
+			// answer into an outage.
+			e.log.Error("decision log write failed", "decision_id", d.ID, "err", err)
+		}
+	}
+	return d, nil
+}
+
+// decodeDecision reads {"allow": bool, "reasons": [string]} from the
+// result set; anything else denies with a reason saying so.
+func decodeDecision(rs rego.ResultSet) (bool, []string) {
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return false, []string{reasonNoDecision + ": " + DecisionQuery + " is undefined"}
+	}
+	obj, ok := rs[0].Expressions[0].Value.(map[string]any)
+	if !ok {
+		return false, []string{reasonNoDecision + ": " + DecisionQuery + " is not an object"}
+	}
+	allow, ok := obj["allow"].(bool)
+	if !ok {
+		return false, []string{reasonNoDecision + `: "allow" is not a boolean`}
+	}
+	reasons := []string{}
+	switch rv := obj["reasons"].(type) {
+	case nil:
+	case []any:
+		reasons = make([]string, 0, len(rv))
+		for _, r := range rv {
+			s, ok := r.(string)
+			if !ok {
+				return false, []string{reasonNoDecision + `: "reasons" holds a non-string`}
+			}
+			reasons = append(reasons, s)
+		}
+	default:
+		return false, []string{reasonNoDecision + `: "reasons" is not an array`}
+	}
+	return allow, reasons
+}
