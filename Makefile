@@ -29,7 +29,7 @@ build:
 
 ## run: build, then serve on $(ADDR) with the store in $(DATA_DIR)
 run: build
-	./$(BIN) serve --data-dir $(DATA_DIR) --warehouse $(WAREHOUSE) --addr $(ADDR)
+	./$(BIN) serve --dev --data-dir $(DATA_DIR) --warehouse $(WAREHOUSE) --addr $(ADDR)
 
 ## test: fetch modules, vet, then run every test with the race detector
 test: build

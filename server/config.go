@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -18,8 +21,9 @@ type Config struct {
 	Addr string
 	// DataDir holds the embedded (Pebble) version store.
 	DataDir string
-	// Warehouse is the root location of table data. For now it is only
-	// created as a directory; the Iceberg REST facade will write into it.
+	// Warehouse is the root location of table data: a local directory or
+	// file:// URL, created if missing, or an object store URL (s3://...),
+	// which the server leaves to the mounts that use it.
 	Warehouse string
 
 	// MaxBodyBytes caps every request body. Larger requests get 413.
@@ -134,4 +138,17 @@ func (c Config) validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// localWarehouseDir returns the directory of a local warehouse (a path or a
+// file:// URL), and false for an object store URL such as s3://bucket/wh.
+func localWarehouseDir(loc string) (string, bool) {
+	u, err := url.Parse(loc)
+	if err != nil || u.Scheme == "" || len(u.Scheme) == 1 { // "C:\lake" parses with scheme "c"
+		return loc, true
+	}
+	if strings.EqualFold(u.Scheme, "file") {
+		return filepath.FromSlash(u.Path), true
+	}
+	return "", false
 }

@@ -159,8 +159,10 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(cfg.Warehouse, 0o750); err != nil {
-		return fmt.Errorf("creating warehouse directory: %w", err)
+	if dir, ok := localWarehouseDir(cfg.Warehouse); ok {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return fmt.Errorf("creating warehouse directory: %w", err)
+		}
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("creating data directory: %w", err)

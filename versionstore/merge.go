@@ -41,6 +41,8 @@ type MergeRequest struct {
 	DryRun         bool
 	Meta           CommitMeta
 	Committer      string
+	// Check, if set, vets the changes before anything is written.
+	Check WriteCheck
 }
 
 // TransplantRequest replays commits, in order, onto the target branch, one
@@ -54,6 +56,26 @@ type TransplantRequest struct {
 	KeyModes       []KeyMergeMode
 	DryRun         bool
 	Committer      string
+	// Check, if set, vets the changes of all the replayed commits
+	// together before anything is written.
+	Check WriteCheck
+}
+
+// WriteCheck vets the changes a merge or transplant is about to make on
+// its target, computed against the target's current head inside the
+// write, so what it approves is exactly what is written. An error cancels
+// the whole operation, dry runs included, and is returned as is. The
+// contents are the store's own: read them, never modify them.
+type WriteCheck func(ctx context.Context, changes []CheckedChange) error
+
+// CheckedChange is one key a merge or transplant would change on its
+// target.
+type CheckedChange struct {
+	Key  ContentKey
+	Kind OperationKind // OpPut or OpDelete
+	// Before is the target's value ahead of the operation, nil if it had
+	// none; After is the value written, nil for a delete.
+	Before, After *Content
 }
 
 // KeyDetail reports what a merge or transplant did with one key.
@@ -215,6 +237,9 @@ func (t *refTxn) merge(ctx context.Context, req MergeRequest, modes mergeModes) 
 		res.WasSuccessful = true
 		return res, nil // everything dropped or already present
 	}
+	if err := t.runCheck(ctx, req.Check, ref.Head, ops); err != nil {
+		return nil, err
+	}
 	c, err := t.applyOps(ctx, head, ops, req.Meta, req.Committer, defaultMergeMessage(req), req.From)
 	if err != nil {
 		return nil, withResult(err, res)
@@ -366,6 +391,7 @@ func (t *refTxn) transplant(ctx context.Context, req TransplantRequest, modes me
 	res := &MergeResult{EffectiveTargetHash: ref.Head, ExpectedHash: req.ExpectedTarget, ResultantHash: ref.Head}
 	var conflicts []Conflict
 	var written []*Commit
+	var allOps []CommitOp
 	for _, h := range req.Commits {
 		src, err := t.ov.commit(ctx, h)
 		if err != nil {
@@ -404,6 +430,7 @@ func (t *refTxn) transplant(ctx context.Context, req TransplantRequest, modes me
 			return nil, withResult(err, res)
 		}
 		written = append(written, c)
+		allOps = append(allOps, ops...)
 		head = c
 	}
 	if len(conflicts) > 0 {
@@ -412,6 +439,9 @@ func (t *refTxn) transplant(ctx context.Context, req TransplantRequest, modes me
 	res.WasSuccessful = true
 	if len(written) == 0 {
 		return res, nil
+	}
+	if err := t.runCheck(ctx, req.Check, ref.Head, allOps); err != nil {
+		return nil, err
 	}
 	if req.DryRun {
 		return res, errDryRun
@@ -424,4 +454,49 @@ func (t *refTxn) transplant(ctx context.Context, req TransplantRequest, modes me
 	res.WasApplied = true
 	res.ResultantHash = head.Hash
 	return res, nil
+}
+
+// runCheck describes ops, applied in order onto the commit at, to check:
+// one change per key, from the key's value at `at` to its last value.
+func (t *refTxn) runCheck(ctx context.Context, check WriteCheck, at Hash, ops []CommitOp) error {
+	if check == nil {
+		return nil
+	}
+	c, err := t.ov.commit(ctx, at)
+	if err != nil {
+		return err
+	}
+	last := make(map[string]int, len(ops))
+	var changes []CheckedChange
+	for _, op := range ops {
+		k := op.Key.Encode()
+		i, seen := last[string(k)]
+		if !seen {
+			before, err := t.contentAt(ctx, c.Tree, k)
+			if err != nil {
+				return err
+			}
+			i = len(changes)
+			last[string(k)] = i
+			changes = append(changes, CheckedChange{Key: op.Key, Before: before})
+		}
+		changes[i].Kind, changes[i].After = op.Kind, nil
+		if op.Kind == OpPut {
+			after, err := t.ov.content(ctx, op.Value)
+			if err != nil {
+				return err
+			}
+			changes[i].After = after
+		}
+	}
+	return check(ctx, changes)
+}
+
+// contentAt is the content of key in tree, nil when absent.
+func (t *refTxn) contentAt(ctx context.Context, tree Hash, key []byte) (*Content, error) {
+	v, ok, err := lookup(ctx, t.ov, tree, key)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return t.ov.content(ctx, v)
 }

@@ -8,12 +8,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/floe-catalog/floe/internal/nessieclient"
 )
 
 func main() {
@@ -29,7 +33,11 @@ func main() {
 	err := newRootCommand().ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "floe: "+err.Error())
+		msg := "floe: " + err.Error()
+		if ne, ok := errors.AsType[*nessieclient.Error](err); ok && ne.Status == http.StatusUnauthorized {
+			msg += "\nfloe: set FLOE_TOKEN to a bearer token the server accepts"
+		}
+		fmt.Fprintln(os.Stderr, msg)
 		os.Exit(1)
 	}
 }
@@ -46,6 +54,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newServeCommand(), newVersionCommand(), newBranchCommand(), newTagCommand(), newLogCommand(), newDiffCommand(), newShowCommand(), newLsCommand(), newMergeCommand(), newTransplantCommand())
+	root.AddCommand(newServeCommand(), newVersionCommand(), newBranchCommand(), newTagCommand(), newLogCommand(), newDiffCommand(), newShowCommand(), newLsCommand(), newMergeCommand(), newTransplantCommand(), newAuthCommand())
 	return root
 }

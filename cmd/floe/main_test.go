@@ -53,7 +53,7 @@ type floeProcess struct {
 // line to learn the bound address.
 func startServe(t *testing.T, env []string, args ...string) *floeProcess {
 	t.Helper()
-	cmd := exec.Command(floeBin, append([]string{"serve", "--log-format", "json"}, args...)...)
+	cmd := exec.Command(floeBin, append([]string{"serve", "--dev", "--log-format", "json"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
@@ -175,7 +175,7 @@ func TestErrorsAreOneLine(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{"address in use", []string{"serve", "--addr", busy.Addr().String(), "--data-dir", t.TempDir(), "--warehouse", t.TempDir()}, nil, "address already in use"},
+		{"address in use", []string{"serve", "--dev", "--addr", busy.Addr().String(), "--data-dir", t.TempDir(), "--warehouse", t.TempDir()}, nil, "address already in use"},
 		{"bad log format", []string{"serve", "--log-format", "xml"}, nil, `invalid log format "xml"`},
 		{"bad environment", []string{"serve"}, []string{"FLOE_SHUTDOWN_TIMEOUT=soon"}, `invalid FLOE_SHUTDOWN_TIMEOUT="soon"`},
 		{"unknown flag", []string{"serve", "--bogus"}, nil, "unknown flag: --bogus"},

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"net/url"
-	"path/filepath"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -20,6 +17,9 @@ func newServeCommand() *cobra.Command {
 	var logLevel, logFormat string
 	warehouseName := "lake"
 	idempotencyKeyLifetime := icebergrest.DefaultIdempotencyKeyLifetime
+	wf := &warehouseFlags{}
+	secFlags := &securityFlags{}
+	sec := &security{}
 
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -40,9 +40,13 @@ func newServeCommand() *cobra.Command {
 			logger.Info("starting floe", "version", versionString())
 			// cmd.Context() ends when shutdown begins, which stops the
 			// facade's background work before the store closes.
-			cfg.Mounts = append(cfg.Mounts, icebergMount(cmd.Context(), warehouseName, idempotencyKeyLifetime))
+			// The security mount runs first: the APIs' mounts use what it
+			// sets up.
+			cfg.Mounts = append(cfg.Mounts, securityMount(cmd.Context(), secFlags, cfg.Addr, logger, sec))
+			cfg.Mounts = append(cfg.Mounts, icebergMount(cmd.Context(), warehouseName, wf, idempotencyKeyLifetime, sec))
 			cfg.Mounts = append(cfg.Mounts, func(r *mux.Router, env server.Env) error {
-				return nessie.Register(r, nessie.Deps{Store: env.Store, Logger: env.Logger})
+				return nessie.Register(r, nessie.Deps{Store: env.Store, Logger: env.Logger,
+					Principal: principalID, Authenticate: sec.auth.Middleware, Guard: sec.guard("nessie")})
 			})
 			return server.Run(cmd.Context(), cfg, logger)
 		},
@@ -52,6 +56,8 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&cfg.Addr, "addr", cfg.Addr, "TCP address to listen on; port 0 picks a free port")
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the embedded version store")
 	f.StringVar(&cfg.Warehouse, "warehouse", cfg.Warehouse, "root directory for table data")
+	wf.register(f)
+	secFlags.register(f)
 	f.StringVar(&warehouseName, "warehouse-name", warehouseName, "name Iceberg clients select the warehouse by: ?warehouse=NAME, or NAME@BRANCH for a branch")
 	f.DurationVar(&idempotencyKeyLifetime, "idempotency-key-lifetime", idempotencyKeyLifetime, "how long the outcome of an Iceberg request sent with an Idempotency-Key is replayed to retries (advertised in /v1/config); 0 turns keys off")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -68,28 +74,28 @@ func newServeCommand() *cobra.Command {
 }
 
 // icebergMount adapts the Iceberg REST facade to a server mount: one
-// warehouse, named name, rooted at the absolute file:// URL of the
-// server's warehouse directory. The facade's background work runs until
+// warehouse, named name, at the server's warehouse location as wf reads
+// it (see serve_warehouse.go). The facade's background work runs until
 // ctx ends. A lifetime of 0 or less turns Idempotency-Key support off.
-func icebergMount(ctx context.Context, name string, idempotencyKeyLifetime time.Duration) server.Mount {
+func icebergMount(ctx context.Context, name string, wf *warehouseFlags, idempotencyKeyLifetime time.Duration, sec *security) server.Mount {
 	if idempotencyKeyLifetime <= 0 {
 		idempotencyKeyLifetime = -1 // icebergrest's "off"; its 0 means the default
 	}
 	return func(r *mux.Router, env server.Env) error {
-		root, err := filepath.Abs(env.Warehouse)
+		wh, err := wf.warehouse(name, env.Warehouse)
 		if err != nil {
-			return fmt.Errorf("warehouse directory %s: %w", env.Warehouse, err)
+			return err
 		}
 		return icebergrest.Register(r, icebergrest.Deps{
-			Store:   env.Store,
-			Logger:  env.Logger,
-			Metrics: env.Metrics,
-			Warehouses: []icebergrest.Warehouse{{
-				Name:     name,
-				Location: (&url.URL{Scheme: "file", Path: filepath.ToSlash(root)}).String(),
-			}},
+			Store:                  env.Store,
+			Logger:                 env.Logger,
+			Metrics:                env.Metrics,
+			Warehouses:             []icebergrest.Warehouse{wh},
 			IdempotencyKeyLifetime: idempotencyKeyLifetime,
 			Context:                ctx,
+			Principal:              principalID,
+			Authenticate:           sec.auth.Middleware,
+			Guard:                  sec.guard("iceberg"),
 		})
 	}
 }

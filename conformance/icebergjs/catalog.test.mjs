@@ -40,6 +40,7 @@ async function startFloe() {
     floeBin,
     [
       'serve',
+      '--dev',
       '--log-format', 'json',
       '--addr', '127.0.0.1:0',
       '--data-dir', join(tmp, 'data'),

@@ -27,7 +27,11 @@ type floeServer struct {
 	warehouse string // file:// URL
 }
 
-func startFloe(t *testing.T) *floeServer {
+// floeOption adjusts the server before it starts: extra routes, and the
+// Iceberg facade's dependencies.
+type floeOption func(r *mux.Router, deps *icebergrest.Deps)
+
+func startFloe(t *testing.T, opts ...floeOption) *floeServer {
 	t.Helper()
 	dir := t.TempDir()
 	be, err := pebblebackend.Open(filepath.Join(dir, "data"), pebblebackend.Options{})
@@ -48,10 +52,14 @@ func startFloe(t *testing.T) *floeServer {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	mount := func(r *mux.Router, env server.Env) error {
-		return icebergrest.Register(r, icebergrest.Deps{
+		deps := icebergrest.Deps{
 			Store: env.Store, Logger: env.Logger, Metrics: env.Metrics,
 			Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: wh}},
-		})
+		}
+		for _, o := range opts {
+			o(r, &deps)
+		}
+		return icebergrest.Register(r, deps)
 	}
 	srv, err := server.New(server.Config{Warehouse: whDir, Mounts: []server.Mount{mount}}, logger, store)
 	if err != nil {
@@ -78,9 +86,9 @@ func startFloe(t *testing.T) *floeServer {
 
 // catalog opens an iceberg-go REST catalog on a warehouse expression such
 // as "lake" or "lake@dev".
-func (f *floeServer) catalog(t *testing.T, warehouse string) *rest.Catalog {
+func (f *floeServer) catalog(t *testing.T, warehouse string, opts ...rest.Option) *rest.Catalog {
 	t.Helper()
-	cat, err := rest.NewCatalog(t.Context(), "floe", "http://"+f.addr, rest.WithWarehouseLocation(warehouse))
+	cat, err := rest.NewCatalog(t.Context(), "floe", "http://"+f.addr, append([]rest.Option{rest.WithWarehouseLocation(warehouse)}, opts...)...)
 	if err != nil {
 		t.Fatalf("open catalog on %s: %v", warehouse, err)
 	}

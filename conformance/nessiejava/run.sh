@@ -38,7 +38,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$floe" serve --addr 127.0.0.1:0 --data-dir "$tmp/data" --warehouse "$tmp/warehouse" >"$tmp/floe.log" 2>&1 &
+"$floe" serve --dev --addr 127.0.0.1:0 --data-dir "$tmp/data" --warehouse "$tmp/warehouse" >"$tmp/floe.log" 2>&1 &
 pid=$!
 
 addr=""

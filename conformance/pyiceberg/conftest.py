@@ -7,6 +7,7 @@ stopped with SIGINT at the end of the session; it must exit 0.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -80,19 +81,22 @@ def _wait_ready(uri: str, deadline: float) -> None:
     raise RuntimeError(f"floe at {uri} not ready: last /readyz result {last!r}")
 
 
-@pytest.fixture(scope="session")
-def floe(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FloeServer]:
-    """Start `floe serve` for the session; stop it with SIGINT and require exit 0."""
-    base = tmp_path_factory.mktemp("floe")
+@contextlib.contextmanager
+def run_floe(base: Path, warehouse: str | None = None, *extra: str) -> Iterator[FloeServer]:
+    """Run `floe serve` over a fresh data directory under base; stop it with SIGINT and require exit 0.
+
+    warehouse defaults to the directory base/warehouse; extra are more flags.
+    """
     data_dir, warehouse_dir, log_path = base / "data", base / "warehouse", base / "floe.log"
     cmd = [
         str(_floe_bin()),
         "serve",
         "--addr", "127.0.0.1:0",
         "--data-dir", str(data_dir),
-        "--warehouse", str(warehouse_dir),
+        "--warehouse", warehouse or str(warehouse_dir),
         "--log-format", "json",
         "--drain-delay", "0s",
+        *extra,
     ]  # fmt: skip
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
@@ -130,17 +134,25 @@ def floe(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FloeServer]:
         proc.wait()
         raise
 
-    yield server
-
-    proc.send_signal(signal.SIGINT)
     try:
-        code = proc.wait(STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        pytest.fail(f"floe serve did not exit within {STOP_TIMEOUT}s of SIGINT; log {log_path}:\n{server.log_tail()}")
-    reader.join(5)
+        yield server
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            code = proc.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            pytest.fail(f"floe serve did not exit within {STOP_TIMEOUT}s of SIGINT; log {log_path}:\n{server.log_tail()}")
+        reader.join(5)
     assert code == 0, f"floe serve exited {code} after SIGINT; log {log_path}:\n{server.log_tail()}"
+
+
+@pytest.fixture(scope="session")
+def floe(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FloeServer]:
+    """Start `floe serve` for the session; stop it with SIGINT and require exit 0."""
+    with run_floe(tmp_path_factory.mktemp("floe"), None, "--dev") as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,7 @@
 """Table-level branches and tags (snapshot refs), and branch-qualified warehouses.
 
-Catalog branches (warehouse `lake@dev`) can't be created through anything
-floe serves yet (no branch API or CLI), so catalog-branch isolation is
-covered by the Go suite (conformance/icebergo), and here only `lake@main`
-and the errors for unknown warehouses and references are tested.
+Catalog-branch isolation (`lake@dev`, tags) is in test_catalog_branches.py;
+here only `lake@main` and the errors for unknown warehouses and references.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/floe-catalog/floe/internal/authorize"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -32,8 +33,17 @@ const (
 // Location.
 type Warehouse struct {
 	Name string
-	// Location is the root URL of table data, e.g. file:///srv/lake.
+	// Location is the root URL of table data, e.g. file:///srv/lake or
+	// s3://bucket/prefix.
 	Location string
+	// IOProperties are iceberg-go FileIO properties (io.LoadFS) for the
+	// catalog's own metadata reads and writes under Location, e.g.
+	// S3Options.IOProperties; nil for local files.
+	IOProperties map[string]string
+	// ClientConfig is handed to clients as the config of loadTable,
+	// createTable and registerTable answers (FileIO properties for data
+	// files, e.g. S3Options.ClientConfig); nil means none.
+	ClientConfig map[string]string
 }
 
 // Deps is what the facade needs from the process.
@@ -66,6 +76,13 @@ type Deps struct {
 	// Now is the clock that dates and expires idempotency records; nil
 	// means time.Now.
 	Now func() time.Time
+	// Authenticate, if set, wraps every route: it names the caller or
+	// refuses the request through onError, which answers 401 in the
+	// Iceberg error model. nil serves everybody as DefaultPrincipal.
+	Authenticate func(onError func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler
+	// Guard asks the policy engine about every read and write; nil allows
+	// everything.
+	Guard *authorize.Guard
 	// Context bounds the facade's background work: while it is live,
 	// expired idempotency records are deleted every minute (or every
 	// lifetime, if shorter). Cancel it when the server shuts down, before
@@ -90,6 +107,9 @@ type api struct {
 	// ik handles Idempotency-Key; nil when keys are turned off.
 	ik  *idempotency
 	now func() time.Time
+	// authenticate wraps each route; guard authorizes (authz.go).
+	authenticate func(http.Handler) http.Handler
+	guard        *authorize.Guard
 }
 
 // Register adds the Iceberg REST catalog routes (/v1/config and
@@ -126,6 +146,11 @@ func newAPI(deps Deps) (*api, error) {
 		files:      newMetadataCache(512),
 		tables:     newTableLocks(),
 		now:        deps.Now,
+		guard:      deps.Guard,
+	}
+	a.authenticate = func(h http.Handler) http.Handler { return h }
+	if deps.Authenticate != nil {
+		a.authenticate = deps.Authenticate(a.unauthenticated)
 	}
 	if a.now == nil {
 		a.now = time.Now
@@ -185,6 +210,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (a *api) handle(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		r = r.WithContext(withAPI(r.Context(), a))
 		if err := h(w, r); err != nil {
 			a.fail(w, r, err)
 		}

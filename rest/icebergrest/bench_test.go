@@ -47,12 +47,14 @@ type benchServer struct {
 	url    string
 	client *http.Client
 	store  *versionstore.Store
+	// header is sent with every request (name, value, ...).
+	header []string
 }
 
 // startBenchServer starts a server for one benchmark run; it stops when the
 // run ends. clients sizes the connection pool so every client keeps its
 // connection between requests.
-func startBenchServer(b *testing.B, clients int) *benchServer {
+func startBenchServer(b *testing.B, clients int, configure ...func(*icebergrest.Deps)) *benchServer {
 	b.Helper()
 	dir := b.TempDir()
 	// The zero Options are production's: synced writes.
@@ -70,10 +72,14 @@ func startBenchServer(b *testing.B, clients int) *benchServer {
 	}
 	wh := (&url.URL{Scheme: "file", Path: filepath.ToSlash(whDir)}).String()
 	mount := func(r *mux.Router, env server.Env) error {
-		return icebergrest.Register(r, icebergrest.Deps{
+		deps := icebergrest.Deps{
 			Store: env.Store, Logger: env.Logger, Metrics: env.Metrics,
 			Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: wh}},
-		})
+		}
+		for _, c := range configure {
+			c(&deps)
+		}
+		return icebergrest.Register(r, deps)
 	}
 	srv, err := server.New(server.Config{Warehouse: whDir, Mounts: []server.Mount{mount}}, slog.New(slog.DiscardHandler), store)
 	if err != nil {
@@ -122,8 +128,10 @@ func (s *benchServer) call(ctx context.Context, method, path string, body []byte
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
+	for _, h := range [][]string{s.header, header} {
+		for i := 0; i+1 < len(h); i += 2 {
+			req.Header.Set(h[i], h[i+1])
+		}
 	}
 	res, err := s.client.Do(req)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -123,6 +124,15 @@ func (a *api) commitTables(w http.ResponseWriter, r *http.Request, c *catalog, c
 	branch, err := c.writable()
 	if err != nil {
 		return nil, err
+	}
+	if a.guard.Enabled() {
+		contents := make([]policy.Content, len(changes))
+		for i, tc := range changes {
+			contents[i] = tableChangeContent(tc)
+		}
+		if err := a.authorizeWrite(r, branch, policy.ActionWriteTable, contents...); err != nil {
+			return nil, err
+		}
 	}
 	ctx := r.Context()
 	opName := "transaction"

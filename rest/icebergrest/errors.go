@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
+	"github.com/floe-catalog/floe/internal/authorize"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -16,6 +18,7 @@ const (
 	typeBadRequest          = "BadRequestException"
 	typeIllegalArgument     = "IllegalArgumentException"
 	typeForbidden           = "ForbiddenException"
+	typeNotAuthorized       = "NotAuthorizedException"
 	typeNoSuchWarehouse     = "NoSuchWarehouseException"
 	typeNoSuchNamespace     = "NoSuchNamespaceException"
 	typeNoSuchTable         = "NoSuchTableException"
@@ -94,7 +97,12 @@ func classify(err error) *apiError {
 	if ae, ok := errors.AsType[*apiError](err); ok {
 		return ae
 	}
+	if de, ok := errors.AsType[*authorize.DeniedError](err); ok {
+		return &apiError{status: http.StatusForbidden, typ: typeForbidden, msg: "Forbidden: " + strings.Join(de.Decision.Reasons, "; "), cause: err}
+	}
 	switch {
+	case errors.Is(err, authorize.ErrUnavailable):
+		return &apiError{status: http.StatusServiceUnavailable, typ: typeServiceUnavailable, msg: "authorization is unavailable; try again later", cause: err}
 	case errors.Is(err, versionstore.ErrInvalid):
 		return &apiError{status: http.StatusBadRequest, typ: typeBadRequest, msg: err.Error(), cause: err}
 	case errors.Is(err, versionstore.ErrReferenceNotFound), errors.Is(err, versionstore.ErrCommitNotFound):

@@ -82,7 +82,7 @@ func (a *api) readMetadata(ctx context.Context, loc string) (*loaded, error) {
 	if l := a.files.get(loc); l != nil {
 		return l, nil
 	}
-	raw, err := readFile(ctx, loc)
+	raw, err := a.readFile(ctx, loc)
 	if err != nil {
 		return nil, err
 	}
@@ -94,11 +94,19 @@ func (a *api) readMetadata(ctx context.Context, loc string) (*loaded, error) {
 	return l, nil
 }
 
+// readFile reads the file at loc with the IO of the request's api (see
+// withAPI), for callers that have no api at hand.
 func readFile(ctx context.Context, loc string) ([]byte, error) {
-	fsys, err := iceio.LoadFS(ctx, nil, loc)
+	return apiOf(ctx).readFile(ctx, loc)
+}
+
+// readFile reads the file at loc through its warehouse's file IO.
+func (a *api) readFile(ctx context.Context, loc string) ([]byte, error) {
+	fsys, done, err := a.fileIO(ctx, loc)
 	if err != nil {
 		return nil, fmt.Errorf("open file system for %s: %w", loc, err)
 	}
+	defer done()
 	var raw []byte
 	if rf, ok := fsys.(iceio.ReadFileIO); ok {
 		raw, err = rf.ReadFile(loc)
@@ -110,7 +118,7 @@ func readFile(ctx context.Context, loc string) ([]byte, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read metadata file %s: %w", loc, err)
+		return nil, fmt.Errorf("read metadata file %s: %w", loc, describeStorageError(err))
 	}
 	return raw, nil
 }
@@ -149,7 +157,7 @@ func (a *api) writeMetadata(ctx context.Context, loc string, meta table.Metadata
 	if err != nil {
 		return nil, fmt.Errorf("encode metadata for %s: %w", loc, err)
 	}
-	if err := writeFileSynced(ctx, loc, raw); err != nil {
+	if err := a.writeFileSynced(ctx, loc, raw); err != nil {
 		return nil, err
 	}
 	// meta is kept as is, not re-parsed from raw (parsing was a third of a
@@ -161,20 +169,28 @@ func (a *api) writeMetadata(ctx context.Context, loc string, meta table.Metadata
 	return l, nil
 }
 
-// writeFileSynced creates a new file at loc with data and syncs it. A
-// failed write leaves no file behind.
+// writeFileSynced writes with the IO of the request's api (see withAPI),
+// for callers that have no api at hand.
 func writeFileSynced(ctx context.Context, loc string, data []byte) error {
-	fsys, err := iceio.LoadFS(ctx, nil, loc)
+	return apiOf(ctx).writeFileSynced(ctx, loc, data)
+}
+
+// writeFileSynced creates a new file at loc with data and syncs it. A
+// failed write leaves no file behind. On an object store the object
+// exists once Close returns, which is when the upload completes.
+func (a *api) writeFileSynced(ctx context.Context, loc string, data []byte) error {
+	fsys, done, err := a.fileIO(ctx, loc)
 	if err != nil {
 		return fmt.Errorf("open file system for %s: %w", loc, err)
 	}
+	defer done()
 	wfs, ok := fsys.(iceio.WriteFileIO)
 	if !ok {
 		return fmt.Errorf("the file system of %s is read-only", loc)
 	}
 	out, err := wfs.Create(loc)
 	if err != nil {
-		return fmt.Errorf("create metadata file %s: %w", loc, err)
+		return fmt.Errorf("create metadata file %s: %w", loc, describeStorageError(err))
 	}
 	_, err = out.Write(data)
 	if s, ok := out.(interface{ Sync() error }); ok && err == nil {
@@ -182,7 +198,7 @@ func writeFileSynced(ctx context.Context, loc string, data []byte) error {
 	}
 	if err = errors.Join(err, out.Close()); err != nil {
 		_ = fsys.Remove(loc)
-		return fmt.Errorf("write metadata file %s: %w", loc, err)
+		return fmt.Errorf("write metadata file %s: %w", loc, describeStorageError(err))
 	}
 	syncParentDir(loc)
 	return nil
@@ -205,9 +221,10 @@ func syncParentDir(loc string) {
 // removeFile deletes a metadata file no commit references, best-effort: an
 // orphan left behind wastes space but is never read.
 func (a *api) removeFile(ctx context.Context, loc string) {
-	fsys, err := iceio.LoadFS(ctx, nil, loc)
+	fsys, done, err := a.fileIO(ctx, loc)
 	if err == nil {
 		err = fsys.Remove(loc)
+		done()
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		a.logger.WarnContext(ctx, "could not delete orphan metadata file", "location", loc, "error", err)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -128,6 +129,9 @@ func (a *api) createNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := a.authorizeWrite(r, branch, policy.ActionCreateNamespace, content(req.Namespace, policy.TypeNamespace, policy.ChangeCreate)); err != nil {
+		return err
+	}
 	ctx := r.Context()
 	head, err := a.head(branch)
 	if err != nil {
@@ -218,6 +222,9 @@ func (a *api) dropNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := a.authorizeWrite(r, branch, policy.ActionDropNamespace, content(ns, policy.TypeNamespace, policy.ChangeDelete)); err != nil {
+		return err
+	}
 	ctx := r.Context()
 	err = a.retry(ctx, "drop-namespace", func(int) (bool, error) {
 		head, err := a.head(branch)
@@ -276,6 +283,9 @@ func (a *api) updateNamespaceProperties(w http.ResponseWriter, r *http.Request) 
 	}
 	branch, err := c.writable()
 	if err != nil {
+		return err
+	}
+	if err := a.authorizeWrite(r, branch, policy.ActionWriteNamespace, content(ns, policy.TypeNamespace, policy.ChangeUpdate)); err != nil {
 		return err
 	}
 	ctx := r.Context()

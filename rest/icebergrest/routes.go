@@ -71,15 +71,17 @@ func Endpoints() []string {
 }
 
 func (a *api) routes(r *mux.Router) {
-	r.HandleFunc("/v1/config", a.handle(a.getConfig)).Methods(http.MethodGet)
+	r.Handle("/v1/config", a.authenticate(a.handle(a.getConfig))).Methods(http.MethodGet)
 	for _, rt := range routeTable {
 		h := a.handle(func(w http.ResponseWriter, r *http.Request) error {
 			return rt.handler(a, w, r)
 		})
 		if rt.keyed {
+			// After authentication: a key is replayed only to the
+			// principal who sent it.
 			h = a.withIdempotency(rt.template, h)
 		}
-		r.HandleFunc(rt.template, h).Methods(rt.method)
+		r.Handle(rt.template, a.authenticate(h)).Methods(rt.method)
 	}
 }
 
@@ -99,6 +101,9 @@ type configResponse struct {
 func (a *api) getConfig(w http.ResponseWriter, r *http.Request) error {
 	c, err := a.resolveWarehouse(r.Context(), r.URL.Query().Get("warehouse"))
 	if err != nil {
+		return err
+	}
+	if err := a.authorizeRead(r, c); err != nil {
 		return err
 	}
 	lifetime := ""

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -176,6 +177,9 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := a.authorizeWrite(r, branch, policy.ActionCreateTable, content(id.key(), policy.TypeTable, policy.ChangeCreate)); err != nil {
+		return err
+	}
 	tableUUID := uuid.New()
 	loc := req.Location
 	if loc == "" {
@@ -223,7 +227,7 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, loadTableResult{Metadata: raw, Config: map[string]string{}})
+		writeJSON(w, http.StatusOK, loadTableResult{Metadata: raw, Config: c.wh.clientConfig})
 		return nil
 	}
 
@@ -236,7 +240,7 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 		return internalError(err)
 	}
 	content := tableContent("", file)
-	rp := metadataReply(file.location, file.body, true).withETag(etag(file.location, "all"))
+	rp := c.wh.tableReply(file.location, file.body).withETag(etag(file.location, "all"))
 	_, err = a.commit(ctx, w, r, branch, head, []versionstore.Operation{{Kind: versionstore.OpPut, Key: id.key(), Content: content}},
 		change{op: "create", message: "iceberg: create table " + id.String(),
 			props: map[string]string{propTable: id.String(), propMetadataLocation: file.location}}, rp)
@@ -319,7 +323,7 @@ func (a *api) loadTable(w http.ResponseWriter, r *http.Request) error {
 			return internalError(err)
 		}
 	}
-	metadataReply(l.location, body, true).write(w)
+	c.wh.tableReply(l.location, body).write(w)
 	return nil
 }
 
@@ -414,6 +418,9 @@ func (a *api) removeTable(w http.ResponseWriter, r *http.Request, purge, unregis
 	if err != nil {
 		return err
 	}
+	if err := a.authorizeWrite(r, branch, policy.ActionDropTable, content(id.key(), policy.TypeTable, policy.ChangeDelete)); err != nil {
+		return err
+	}
 	ch := change{op: "drop", message: "iceberg: drop table " + id.String(), props: map[string]string{propTable: id.String()}}
 	if purge {
 		ch.message += " (purge requested; no files deleted)"
@@ -488,6 +495,13 @@ func (a *api) registerTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	registered := content(id.key(), policy.TypeTable, policy.ChangeCreate)
+	if req.Overwrite {
+		registered.Change = policy.ChangeUpdate
+	}
+	if err := a.authorizeWrite(r, branch, policy.ActionCreateTable, registered); err != nil {
+		return err
+	}
 	metaLoc, err := c.wh.requireInside("metadata-location", req.MetadataLocation)
 	if err != nil {
 		return err
@@ -500,7 +514,7 @@ func (a *api) registerTable(w http.ResponseWriter, r *http.Request) error {
 	if _, err := c.wh.requireInside("table location", file.meta.Location()); err != nil {
 		return err
 	}
-	rp := metadataReply(file.location, file.body, true).withETag(etag(file.location, "all"))
+	rp := c.wh.tableReply(file.location, file.body).withETag(etag(file.location, "all"))
 	err = a.retry(ctx, "register", func(int) (bool, error) {
 		head, err := a.head(branch)
 		if err != nil {
@@ -633,6 +647,13 @@ func (a *api) renameEntity(w http.ResponseWriter, r *http.Request, typ versionst
 	}
 	branch, err := c.writable()
 	if err != nil {
+		return err
+	}
+	action, ptype := policy.ActionRenameTable, policy.TypeTable
+	if typ == versionstore.IcebergView {
+		action, ptype = policy.ActionRenameView, policy.TypeView
+	}
+	if err := a.authorizeWrite(r, branch, action, content(src.key(), ptype, policy.ChangeDelete), content(dst.key(), ptype, policy.ChangeCreate)); err != nil {
 		return err
 	}
 	noSuch, clash, op, noun := noSuchTable, tableClash, "rename", "table"

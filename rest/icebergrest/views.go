@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/view"
 
+	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -149,6 +150,9 @@ func (a *api) createView(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := a.authorizeWrite(r, branch, policy.ActionCreateView, content(id.key(), policy.TypeView, policy.ChangeCreate)); err != nil {
+		return err
+	}
 	viewUUID := uuid.New()
 	loc := req.Location
 	if loc == "" {
@@ -254,6 +258,9 @@ func (a *api) dropView(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := a.authorizeWrite(r, branch, policy.ActionDropView, content(id.key(), policy.TypeView, policy.ChangeDelete)); err != nil {
+		return err
+	}
 	ctx := r.Context()
 	err = a.retry(ctx, "drop-view", func(int) (bool, error) {
 		head, err := a.head(branch)
@@ -312,6 +319,9 @@ func (a *api) replaceView(w http.ResponseWriter, r *http.Request) error {
 	}
 	branch, err := c.writable()
 	if err != nil {
+		return err
+	}
+	if err := a.authorizeWrite(r, branch, policy.ActionWriteView, content(id.key(), policy.TypeView, policy.ChangeUpdate)); err != nil {
 		return err
 	}
 	ctx := r.Context()
@@ -415,6 +425,9 @@ func (a *api) registerView(w http.ResponseWriter, r *http.Request) error {
 	}
 	branch, err := c.writable()
 	if err != nil {
+		return err
+	}
+	if err := a.authorizeWrite(r, branch, policy.ActionCreateView, content(id.key(), policy.TypeView, policy.ChangeCreate)); err != nil {
 		return err
 	}
 	metaLoc, err := c.wh.requireInside("metadata-location", req.MetadataLocation)

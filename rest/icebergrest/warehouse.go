@@ -1,7 +1,9 @@
 package icebergrest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +12,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/floe-catalog/floe/internal/authorize"
+	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -17,6 +21,12 @@ import (
 type warehouse struct {
 	name string
 	root *url.URL // scheme, host and a clean path without trailing slash
+	// ioProps configure the catalog's own file IO (Warehouse.IOProperties).
+	ioProps map[string]string
+	// clientConfig is the config clients get with a table (never nil).
+	clientConfig map[string]string
+	// store is the object store client, made once (see fileIO).
+	store objectStore
 }
 
 func newWarehouse(w Warehouse) (*warehouse, error) {
@@ -27,7 +37,14 @@ func newWarehouse(w Warehouse) (*warehouse, error) {
 	if err != nil {
 		return nil, fmt.Errorf("iceberg REST: warehouse %q: %w", w.Name, err)
 	}
-	return &warehouse{name: w.Name, root: u}, nil
+	if !localOrObjectStore(u.Scheme) {
+		return nil, fmt.Errorf("iceberg REST: warehouse %q: unsupported location scheme %q (file or s3)", w.Name, u.Scheme)
+	}
+	cc := map[string]string{}
+	for k, v := range w.ClientConfig {
+		cc[k] = v
+	}
+	return &warehouse{name: w.Name, root: u, ioProps: w.IOProperties, clientConfig: cc}, nil
 }
 
 // location returns the root as a string.
@@ -60,6 +77,9 @@ func normalizeLocation(loc string) (*url.URL, error) {
 	}
 	if u.Scheme == "file" {
 		u.Host = ""
+	}
+	if isObjectStore(u.Scheme) && u.Host == "" {
+		return nil, fmt.Errorf("location %q names no bucket", loc)
 	}
 	p := strings.TrimRight(u.Path, "/")
 	for _, seg := range strings.Split(p, "/") {
@@ -146,6 +166,8 @@ type catalog struct {
 	hash versionstore.Hash
 	// readOnly explains why writes are refused; "" for a branch.
 	readOnly string
+	// ref is the reference as the policy sees it.
+	ref policy.Ref
 }
 
 // writable returns the branch writes go to, or a 403 for a tag or commit.
@@ -211,6 +233,10 @@ func (a *api) resolveParts(ctx context.Context, spec, name, refExpr string) (*ca
 		return nil, err
 	}
 	c.hash = res.Hash
+	c.ref = authorize.RefOf(res)
+	if res.Pinned {
+		c.ref.Type = policy.RefDetached // a pinned branch commit is read-only
+	}
 	switch {
 	case res.Ref != nil && res.Ref.Type == versionstore.Branch && !res.Pinned:
 		c.branch = res.Ref.Name
@@ -228,7 +254,18 @@ func (a *api) catalogFor(r *http.Request) (*catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	return a.resolvePrefix(r.Context(), p)
+	c, err := a.resolvePrefix(r.Context(), p)
+	if err != nil {
+		return nil, err
+	}
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		// Reads are authorized here, writes by their handlers, which
+		// know what they touch.
+		if err := a.authorizeRead(r, c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // head returns the current head of a branch, for each attempt of a write.
@@ -241,4 +278,26 @@ func (a *api) head(branch string) (versionstore.Hash, error) {
 		return versionstore.Hash{}, err
 	}
 	return ref.Head, nil
+}
+
+// tableReply is the LoadTableResult of a table in this warehouse:
+// metadataReply with the warehouse's client config (FileIO properties
+// engines need to write data files, e.g. an S3 endpoint).
+func (w *warehouse) tableReply(location string, metadata []byte) *reply {
+	rp := metadataReply(location, metadata, true)
+	if len(w.clientConfig) == 0 {
+		return rp
+	}
+	// metadataReply ends the body with an empty config; only that is
+	// replaced, so the metadata bytes stay as they are.
+	const empty = `{}}` + "\n"
+	cfg, err := json.Marshal(w.clientConfig)
+	if err != nil || !bytes.HasSuffix(rp.body, []byte(empty)) {
+		return rp
+	}
+	body := make([]byte, 0, len(rp.body)+len(cfg))
+	body = append(body, rp.body[:len(rp.body)-len(empty)]...)
+	body = append(body, cfg...)
+	rp.body = append(body, "}\n"...)
+	return rp
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/floe-catalog/floe/internal/authorize"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -44,12 +45,20 @@ type Deps struct {
 	// Principal names the caller of a request, recorded as committer;
 	// nil means DefaultPrincipal for everyone.
 	Principal func(*http.Request) string
+	// Authenticate, if set, wraps every route: it names the caller or
+	// refuses the request through onError, which answers 401 in Nessie's
+	// error model. nil serves everybody as DefaultPrincipal.
+	Authenticate func(onError func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler
+	// Guard asks the policy engine about every read and write; nil allows
+	// everything.
+	Guard *authorize.Guard
 }
 
 type api struct {
 	store     *versionstore.Store
 	logger    *slog.Logger
 	principal func(*http.Request) string
+	guard     *authorize.Guard
 }
 
 // Register adds the Nessie API v2 routes under Prefix to r. The router must
@@ -59,7 +68,7 @@ func Register(r *mux.Router, deps Deps) error {
 	if deps.Store == nil {
 		return errors.New("nessie API: no version store")
 	}
-	a := &api{store: deps.Store, logger: deps.Logger, principal: deps.Principal}
+	a := &api{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard}
 	if a.logger == nil {
 		a.logger = slog.New(slog.DiscardHandler)
 	}
@@ -88,8 +97,12 @@ func Register(r *mux.Router, deps Deps) error {
 		{http.MethodPost, "/trees/{ref}/history/merge", a.merge},
 		{http.MethodPost, "/trees/{ref}/history/transplant", a.transplant},
 	}
+	authenticate := func(h http.Handler) http.Handler { return h }
+	if deps.Authenticate != nil {
+		authenticate = deps.Authenticate(a.unauthenticated)
+	}
 	for _, rt := range routes {
-		r.HandleFunc(Prefix+rt.path, a.handle(rt.h)).Methods(rt.method)
+		r.Handle(Prefix+rt.path, authenticate(a.handle(rt.h))).Methods(rt.method)
 	}
 	// Anything else under the prefix answers in Nessie's error model.
 	r.PathPrefix(Prefix + "/").HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -7,6 +7,15 @@
 // semantics; tables written through the Iceberg REST facade share that
 // store and so appear here, and the other way round.
 //
+// With Deps.Authenticate every route names its caller (401 otherwise), and
+// with Deps.Guard every operation asks the policy engine (authz.go):
+// reads of a reference (listings leave out references the caller may not
+// read), reference create/assign/delete, commits with each key they write,
+// and merges and transplants with the exact changes the store is about to
+// write on the target, decided inside the store's write so that a denial
+// of any one key writes nothing. Denials are 403 FORBIDDEN with the
+// policy's reasons.
+//
 // The package must not import server/ (cmd/floe adapts Register to a
 // server.Mount) nor reach into the version store's internals: it uses
 // only versionstore's exported API.

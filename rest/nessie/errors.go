@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 
+	"github.com/floe-catalog/floe/internal/authorize"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -18,6 +20,7 @@ const (
 	codeReferenceConflict      = "REFERENCE_CONFLICT"
 	codeBadRequest             = "BAD_REQUEST"
 	codeServiceUnavailable     = "SERVICE_UNAVAILABLE"
+	codeForbidden              = "FORBIDDEN"
 	codeUnknown                = "UNKNOWN"
 	// codeNotFound is for paths outside the API; Nessie has no code for
 	// them, so they carry UNKNOWN with status 404.
@@ -85,7 +88,14 @@ func classify(err error) *apiError {
 		return ae
 	}
 	var ce *versionstore.ConflictError
+	var de *authorize.DeniedError
 	switch {
+	case errors.As(err, &de):
+		return &apiError{status: http.StatusForbidden, code: codeForbidden, err: err,
+			msg: "Forbidden: " + strings.Join(de.Decision.Reasons, "; ")}
+	case errors.Is(err, authorize.ErrUnavailable):
+		return &apiError{status: http.StatusServiceUnavailable, code: codeServiceUnavailable, err: err,
+			msg: "authorization is unavailable; try again later"}
 	case errors.As(err, &ce):
 		return &apiError{status: http.StatusConflict, code: codeReferenceConflict, msg: err.Error(), err: err,
 			details: referenceConflicts{Type: "REFERENCE_CONFLICTS", Conflicts: conflictsJSON(ce.Conflicts)}}

@@ -35,6 +35,13 @@ type testEnv struct {
 
 func newEnv(t *testing.T) *testEnv {
 	t.Helper()
+	return newEnvWith(t, nil)
+}
+
+// newEnvWith is newEnv with configure, if set, adjusting the Nessie API's
+// Deps.
+func newEnvWith(t *testing.T, configure func(*nessie.Deps)) *testEnv {
+	t.Helper()
 	dir := t.TempDir()
 	be, err := pebblebackend.Open(filepath.Join(dir, "data"), pebblebackend.Options{})
 	if err != nil {
@@ -55,7 +62,11 @@ func newEnv(t *testing.T) *testEnv {
 			Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: wh}}, Context: background})
 	}
 	nessieMount := func(r *mux.Router, env server.Env) error {
-		return nessie.Register(r, nessie.Deps{Store: env.Store, Logger: env.Logger})
+		deps := nessie.Deps{Store: env.Store, Logger: env.Logger}
+		if configure != nil {
+			configure(&deps)
+		}
+		return nessie.Register(r, deps)
 	}
 	srv, err := server.New(server.Config{Warehouse: whDir, Mounts: []server.Mount{iceberg, nessieMount}}, slog.New(slog.DiscardHandler), store)
 	if err != nil {

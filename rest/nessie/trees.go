@@ -3,11 +3,14 @@ package nessie
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/floe-catalog/floe/internal/authorize"
+	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -79,6 +82,14 @@ func (a *api) listReferences(r *http.Request) (any, error) {
 	for _, ref := range a.store.ListRefs() {
 		if after != "" && ref.Name <= after {
 			continue
+		}
+		// A reference the caller may not read is left out, as Nessie
+		// does, rather than failing the whole listing.
+		err := a.guard.Read(r, policy.Ref{Name: ref.Name, Type: authorize.RefType(ref.Type)})
+		if _, denied := errors.AsType[*authorize.DeniedError](err); denied {
+			continue
+		} else if err != nil {
+			return nil, err
 		}
 		j := refJSON(ref)
 		if all {
@@ -208,6 +219,9 @@ func (a *api) getReference(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := a.guard.Read(r, policy.Ref{Name: ref.Name, Type: authorize.RefType(ref.Type)}); err != nil {
+		return nil, err
+	}
 	j := refJSON(ref)
 	if all {
 		if j.Metadata, err = a.refMetadata(r.Context(), ref); err != nil {
@@ -274,6 +288,9 @@ func (a *api) createReference(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := a.refAction(r, policy.ActionCreateRef, policy.Ref{Name: name, Type: authorize.RefType(typ)}); err != nil {
+		return nil, err
+	}
 	ref, err := a.store.CreateRef(r.Context(), versionstore.CreateRefRequest{Name: name, Type: typ, Target: target, Principal: a.principal(r)})
 	if err != nil {
 		return nil, err
@@ -336,6 +353,9 @@ func (a *api) assignReference(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := a.refAction(r, policy.ActionAssignRef, a.storedRef(name)); err != nil {
+		return nil, err
+	}
 	ref, err := a.store.AssignRef(r.Context(), versionstore.AssignRefRequest{Name: name, Type: typ, Expected: expected, Target: target, Principal: a.principal(r)})
 	if err != nil {
 		return nil, err
@@ -356,6 +376,9 @@ func (a *api) deleteReference(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := a.refAction(r, policy.ActionDeleteRef, policy.Ref{Name: ref.Name, Type: authorize.RefType(ref.Type)}); err != nil {
+		return nil, err
+	}
 	if err := a.store.DeleteRef(r.Context(), versionstore.DeleteRefRequest{Name: name, Type: typ, Expected: expected, Principal: a.principal(r)}); err != nil {
 		return nil, err
 	}
@@ -370,5 +393,12 @@ func (a *api) resolveRead(r *http.Request, v string) (*versionstore.Resolved, er
 	if err != nil {
 		return nil, err
 	}
-	return a.store.Resolve(r.Context(), spec)
+	res, err := a.store.Resolve(r.Context(), spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.guard.Read(r, authorize.RefOf(res)); err != nil {
+		return nil, err
+	}
+	return res, nil
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/floe-catalog/floe/internal/authorize"
+	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -66,6 +68,15 @@ func (a *api) commit(r *http.Request) (any, error) {
 			return nil, badRequest("operation %d on %q has unknown type %q; use PUT, DELETE or UNCHANGED", i, k.String(), o.Type)
 		}
 		ops = append(ops, op)
+	}
+	if a.guard.Enabled() {
+		contents, err := a.commitContents(r.Context(), expected, ops)
+		if err != nil {
+			return nil, err
+		}
+		if err := a.guard.Check(r, policy.Input{Action: policy.ActionCommit, Ref: authorize.Branch(branch), Contents: contents}); err != nil {
+			return nil, err
+		}
 	}
 	res, err := a.store.Commit(r.Context(), versionstore.CommitRequest{
 		Branch: branch, Expected: expected, Operations: ops,
@@ -222,6 +233,7 @@ func (a *api) merge(r *http.Request) (any, error) {
 	req := versionstore.MergeRequest{
 		Target: branch, ExpectedTarget: expected, From: from, FromRef: body.FromRefName,
 		DefaultMode: def, KeyModes: modes, DryRun: true, Meta: meta, Committer: a.principal(r),
+		Check: a.mergeCheck(r, policy.ActionMerge, a.storedRef(body.FromRefName), branch),
 	}
 	if len(modes) > 0 {
 		// Nessie refuses key merge modes for keys the merge does not
@@ -264,6 +276,7 @@ func (a *api) transplant(r *http.Request) (any, error) {
 	req := versionstore.TransplantRequest{
 		Target: branch, ExpectedTarget: expected, Commits: commits, FromRef: body.FromRefName,
 		DefaultMode: def, KeyModes: modes, DryRun: true, Committer: a.principal(r),
+		Check: a.mergeCheck(r, policy.ActionTransplant, a.storedRef(body.FromRefName), branch),
 	}
 	if len(modes) > 0 {
 		res, err := a.store.Transplant(r.Context(), req)

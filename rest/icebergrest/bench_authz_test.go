@@ -1,0 +1,109 @@
+package icebergrest_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/floe-catalog/floe/internal/authorize"
+	"github.com/floe-catalog/floe/policy"
+	"github.com/floe-catalog/floe/policy/authn"
+	"github.com/floe-catalog/floe/rest/icebergrest"
+	"github.com/floe-catalog/floe/versionstore"
+)
+
+// BenchmarkAuthzCommit measures what authentication and authorization
+// cost a commit: the same table commits as BenchmarkTableCommit, on a
+// users/<principal>/ branch the default policy lets the principal write,
+// with authz=off (no token, no policy) and authz=on (a static bearer token
+// checked on every request and one default-bundle decision per commit).
+// Compare commits/s and cpu-us/op of the two.
+func BenchmarkAuthzCommit(b *testing.B) {
+	const clients = 8
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("authz=%s/clients=%d", map[bool]string{false: "off", true: "on"}[on], clients), func(b *testing.B) {
+			var configure []func(*icebergrest.Deps)
+			var header []string
+			if on {
+				token := "bench-token-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+				sum := sha256.Sum256([]byte(token))
+				tokens := filepath.Join(b.TempDir(), "tokens.json")
+				body := `{"tokens":[{"sha256":"` + hex.EncodeToString(sum[:]) + `","principal":"bench","groups":["ingest"]}]}`
+				if err := os.WriteFile(tokens, []byte(body), 0o600); err != nil {
+					b.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				b.Cleanup(cancel)
+				auth, err := authn.New(ctx, authn.Config{TokenFile: tokens}, nil, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				engine, err := policy.New(ctx, policy.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = engine.Close() })
+				principal := func(r *http.Request) policy.Principal {
+					p, _ := authn.FromContext(r.Context())
+					return p
+				}
+				configure = append(configure, func(d *icebergrest.Deps) {
+					d.Authenticate = auth.Middleware
+					d.Guard = authorize.NewGuard(engine, "iceberg", principal, nil)
+					d.Principal = func(r *http.Request) string { return principal(r).ID }
+				})
+				header = []string{"Authorization", "Bearer " + token}
+			}
+			s := startBenchServer(b, clients, configure...)
+			s.header = header
+			if _, err := s.store.CreateRef(b.Context(), versionstore.CreateRefRequest{
+				Name: "users/bench/w", Type: versionstore.Branch, Target: versionstore.NoAncestor}); err != nil {
+				b.Fatal(err)
+			}
+			const prefix = "/v1/lake@users%2Fbench%2Fw"
+			s.must(b, http.MethodPost, prefix+"/namespaces", []byte(`{"namespace":["bench"]}`), http.StatusOK)
+			uuids := make([]string, clients)
+			for c := range clients {
+				st, err := decodeState(s.must(b, http.MethodPost, prefix+"/namespaces/bench/tables",
+					[]byte(createTableBody(fmt.Sprintf("t%02d", c), "")), http.StatusOK))
+				if err != nil {
+					b.Fatal(err)
+				}
+				uuids[c] = st.Metadata.UUID
+			}
+			commit := func(ctx context.Context, c int, value string) (time.Duration, error) {
+				path := prefix + fmt.Sprintf("/namespaces/bench/tables/t%02d", c)
+				body := []byte(`{"requirements":[{"type":"assert-table-uuid","uuid":"` + uuids[c] +
+					`"}],"updates":[{"action":"set-properties","updates":{"bench.seq":"` + value + `"}}]}`)
+				start := time.Now()
+				status, data, err := s.call(ctx, http.MethodPost, path, body)
+				d := time.Since(start)
+				if err == nil && status != http.StatusOK {
+					err = fmt.Errorf("commit to t%02d: status %d: %.300s", c, status, data)
+				}
+				return d, err
+			}
+			// Fill every table's metadata log first, as BenchmarkTableCommit
+			// does, so both runs commit metadata of the same size.
+			for c := range clients {
+				for i := range metadataLogMax {
+					if _, err := commit(b.Context(), c, "warm-"+strconv.Itoa(i)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			lat := runClients(b, clients, func(ctx context.Context, c int, i int64) (time.Duration, error) {
+				return commit(ctx, c, strconv.FormatInt(i, 10))
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+			lat.report(b)
+		})
+	}
+}
