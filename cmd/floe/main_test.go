@@ -179,6 +179,9 @@ func TestErrorsAreOneLine(t *testing.T) {
 		{"bad log format", []string{"serve", "--log-format", "xml"}, nil, `invalid log format "xml"`},
 		{"bad environment", []string{"serve"}, []string{"FLOE_SHUTDOWN_TIMEOUT=soon"}, `invalid FLOE_SHUTDOWN_TIMEOUT="soon"`},
 		{"unknown flag", []string{"serve", "--bogus"}, nil, "unknown flag: --bogus"},
+		{"no authentication", []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--warehouse", t.TempDir()}, nil, "--dev"},
+		{"dev mode off loopback", []string{"serve", "--dev", "--addr", "0.0.0.0:0", "--data-dir", t.TempDir(), "--warehouse", t.TempDir()}, nil, "loopback"},
+		{"policy off outside dev mode", []string{"serve", "--policy-off", "--auth-token-file", "/nonexistent", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--warehouse", t.TempDir()}, nil, "--policy-off needs --dev"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(floeBin, tc.args...)

@@ -41,6 +41,19 @@ type loaded struct {
 	// answer. For files floe writes, body and raw are the same slice.
 	body []byte
 	meta table.Metadata
+
+	// refsBody is body with only the snapshots refs point at, for
+	// snapshots=refs; computed on first use, since re-parsing a large
+	// file per request costs tens of milliseconds.
+	refsOnce sync.Once
+	refsBody json.RawMessage
+	refsErr  error
+}
+
+// refsOnly returns the metadata as snapshots=refs answers it.
+func (l *loaded) refsOnly() (json.RawMessage, error) {
+	l.refsOnce.Do(func() { l.refsBody, l.refsErr = refSnapshotsOnly(l) })
+	return l.refsBody, l.refsErr
 }
 
 // metadataCache keeps recently used metadata files by location, so loads

@@ -319,7 +319,7 @@ func (a *api) loadTable(w http.ResponseWriter, r *http.Request) error {
 	if mode == "refs" {
 		// refSnapshotsOnly encodes with encoding/json: compact and escaped,
 		// as body is.
-		if body, err = refSnapshotsOnly(l); err != nil {
+		if body, err = l.refsOnly(); err != nil {
 			return internalError(err)
 		}
 	}
