@@ -586,6 +586,10 @@ func (a *api) reportMetrics(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A POST that only reads: it tells whether the table exists.
+	if err := a.authorizeRead(r, c); err != nil {
+		return err
+	}
 	id, err := identVar(r, "table")
 	if err != nil {
 		return err

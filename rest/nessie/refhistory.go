@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/floe-catalog/floe/internal/authorize"
+	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -51,6 +53,9 @@ func (a *api) recentChanges(r *http.Request) (any, error) {
 	}
 	ref, err := a.store.GetRef(name)
 	if err != nil {
+		return nil, err
+	}
+	if err := a.guard.Read(r, policy.Ref{Name: ref.Name, Type: authorize.RefType(ref.Type)}); err != nil {
 		return nil, err
 	}
 	state := func(h versionstore.Hash) referenceHistoryState {

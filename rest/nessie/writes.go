@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/floe-catalog/floe/internal/authorize"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -74,7 +73,7 @@ func (a *api) commit(r *http.Request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := a.guard.Check(r, policy.Input{Action: policy.ActionCommit, Ref: authorize.Branch(branch), Contents: contents}); err != nil {
+		if err := a.guard.Check(r, policy.Input{Action: policy.ActionCommit, Ref: a.storedRef(branch), Contents: contents}); err != nil {
 			return nil, err
 		}
 	}
