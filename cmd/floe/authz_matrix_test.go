@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -43,49 +41,6 @@ var authzGroups = map[string][]string{
 	// cell), so that they never count as the decisions of a cell's
 	// principal.
 	"observer": {},
-}
-
-// startServeSecure runs `floe serve` without --dev and waits for its
-// listening line, as startServe does.
-func startServeSecure(t *testing.T, args ...string) *floeProcess {
-	t.Helper()
-	cmd := exec.Command(floeBin, append([]string{"serve", "--log-format", "json"}, args...)...)
-	cmd.Env = os.Environ()
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &floeProcess{cmd: cmd, stderr: make(chan []string, 1)}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
-	addrs := make(chan string, 1)
-	go func() {
-		var lines []string
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
-			var l struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "listening" {
-				addrs <- l.Addr
-			}
-		}
-		p.stderr <- lines
-	}()
-	select {
-	case p.addr = <-addrs:
-	case lines := <-p.stderr:
-		t.Fatalf("floe serve exited before listening; stderr:\n%s", strings.Join(lines, "\n"))
-	case <-time.After(30 * time.Second):
-		t.Fatal("floe serve did not log a listening address within 30s")
-	}
-	return p
 }
 
 // authzEnv is one secured server and the tokens of its principals.
@@ -131,7 +86,7 @@ func newAuthzEnv(t *testing.T) *authzEnv {
 	if err := os.WriteFile(tokenFile, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := startServeSecure(t, "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
+	p := startServeWith(t, nil, "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
 		"--warehouse", filepath.Join(dir, "warehouse"), "--auth-token-file", tokenFile,
 		"--policy-decision-log", e.logPath)
 	e.addr = p.addr

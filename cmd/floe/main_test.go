@@ -49,11 +49,18 @@ type floeProcess struct {
 	stderr chan []string // all stderr lines, once the process closed it
 }
 
-// startServe runs `floe serve` with JSON logs and waits for its listening
-// line to learn the bound address.
+// startServe runs `floe serve --dev` with JSON logs and waits for its
+// listening line to learn the bound address.
 func startServe(t *testing.T, env []string, args ...string) *floeProcess {
 	t.Helper()
-	cmd := exec.Command(floeBin, append([]string{"serve", "--dev", "--log-format", "json"}, args...)...)
+	return startServeWith(t, env, append([]string{"--dev"}, args...)...)
+}
+
+// startServeWith is startServe without --dev: args say how callers
+// authenticate.
+func startServeWith(t *testing.T, env []string, args ...string) *floeProcess {
+	t.Helper()
+	cmd := exec.Command(floeBin, append([]string{"serve", "--log-format", "json"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {

@@ -80,8 +80,7 @@ func BenchmarkAuthzCommit(b *testing.B) {
 			}
 			commit := func(ctx context.Context, c int, value string) (time.Duration, error) {
 				path := prefix + fmt.Sprintf("/namespaces/bench/tables/t%02d", c)
-				body := []byte(`{"requirements":[{"type":"assert-table-uuid","uuid":"` + uuids[c] +
-					`"}],"updates":[{"action":"set-properties","updates":{"bench.seq":"` + value + `"}}]}`)
+				body := setPropertyCommit(uuids[c], value)
 				start := time.Now()
 				status, data, err := s.call(ctx, http.MethodPost, path, body)
 				d := time.Since(start)

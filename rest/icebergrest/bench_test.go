@@ -232,6 +232,13 @@ func writeSnapshotUpdates(sb *strings.Builder, location string, parent *int64, i
 	sb.WriteString(`{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":` + ids + `}`)
 }
 
+// setPropertyCommit is the smallest real table commit: one property set,
+// guarded by the table's uuid.
+func setPropertyCommit(uuid, value string) []byte {
+	return []byte(`{"requirements":[{"type":"assert-table-uuid","uuid":"` + uuid +
+		`"}],"updates":[{"action":"set-properties","updates":{"bench.seq":"` + value + `"}}]}`)
+}
+
 // newSnapshotID is a positive random id, as Java derives from a UUID.
 func newSnapshotID() int64 { return rand.Int64N(1<<62) + 1 }
 
@@ -350,8 +357,7 @@ func BenchmarkTableCommit(b *testing.B) {
 			var replyBytes atomic.Int64
 			commit := func(ctx context.Context, c int, value string) (time.Duration, error) {
 				path := fmt.Sprintf("/v1/lake/namespaces/bench/tables/t%02d", c)
-				body := []byte(`{"requirements":[{"type":"assert-table-uuid","uuid":"` + uuids[c] +
-					`"}],"updates":[{"action":"set-properties","updates":{"bench.seq":"` + value + `"}}]}`)
+				body := setPropertyCommit(uuids[c], value)
 				start := time.Now()
 				status, data, err := s.call(ctx, http.MethodPost, path, body)
 				d := time.Since(start)
