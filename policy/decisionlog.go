@@ -25,6 +25,9 @@ type DecisionLogEntry struct {
 	Result     DecisionResult `json:"result"`
 	LatencyUS  float64        `json:"latency_us"`
 	Revision   string         `json:"revision"`
+	// Cached is true when the decision came from the engine's decision
+	// cache rather than a fresh evaluation.
+	Cached bool `json:"cached,omitempty"`
 }
 
 // DecisionResult is the logged outcome of a decision.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,6 +67,12 @@ type Options struct {
 	// default RS256.
 	VerificationAlg string
 
+	// DecisionCacheSize is how many distinct inputs' decisions are kept
+	// per bundle activation (cache.go): 0 means DefaultDecisionCacheSize,
+	// negative turns the cache off. Bundles that call nondeterministic
+	// builtins or read input.request_id are never cached.
+	DecisionCacheSize int
+
 	// DecisionLog receives one JSON line per decision; nil logs nothing.
 	DecisionLog io.Writer
 	// Logger receives bundle activations and failures; nil discards.
@@ -113,6 +120,7 @@ type Engine struct {
 type activeBundle struct {
 	query    rego.PreparedEvalQuery
 	revision string
+	cache    *decisionCache // nil: decisions are evaluated every time
 }
 
 // New starts an engine with the configured bundle. A bundle that cannot be
@@ -277,7 +285,7 @@ func (e *Engine) Reload(ctx context.Context) error {
 // rejected, and the active one kept, if it does not compile, defines no
 // decision rule, or fails to evaluate a probe decision.
 func (e *Engine) activate(ctx context.Context, b *bundle.Bundle, source string) error {
-	a, err := prepare(ctx, b)
+	a, err := prepare(ctx, b, e.opts.DecisionCacheSize)
 	if err != nil {
 		e.metrics.rejected.Inc()
 		e.log.Error("policy bundle rejected; keeping the active one",
@@ -313,7 +321,7 @@ func (e *Engine) activeRevision() string {
 
 var decisionRef = ast.MustParseRef(DecisionQuery)
 
-func prepare(ctx context.Context, b *bundle.Bundle) (*activeBundle, error) {
+func prepare(ctx context.Context, b *bundle.Bundle, cacheSize int) (*activeBundle, error) {
 	var compiler *ast.Compiler
 	// rego creates a fresh store for each activation: the bundle's data
 	// replaces the previous one wholesale, and in-flight evaluations keep
@@ -330,6 +338,12 @@ func prepare(ctx context.Context, b *bundle.Bundle) (*activeBundle, error) {
 		return nil, fmt.Errorf("bundle defines no %s rule", DecisionQuery)
 	}
 	a := &activeBundle{query: pq, revision: b.Manifest.Revision}
+	if cacheSize == 0 {
+		cacheSize = DefaultDecisionCacheSize
+	}
+	if cacheSize > 0 && cacheable(compiler.Modules) {
+		a.cache = newDecisionCache(cacheSize)
+	}
 	// A probe catches bundles that compile but fail at evaluation (a
 	// conflict between complete rules, a builtin error) before they
 	// replace a working one.
@@ -365,19 +379,36 @@ func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 		return Decision{}, fmt.Errorf("evaluate %s: %w", DecisionQuery, err)
 	}
 	start := time.Now()
-	rs, err := a.query.Eval(ctx, rego.EvalParsedInput(in.astValue()))
+	d := Decision{ID: uuid.NewString()}
+	var key string
+	cached := false
+	if a.cache != nil {
+		key = in.cacheKey()
+		var c cachedDecision
+		if c, cached = a.cache.get(key); cached {
+			d.Allow, d.Reasons = c.allow, slices.Clone(c.reasons)
+			e.metrics.cacheHit.Inc()
+		}
+	}
+	if !cached {
+		rs, err := a.query.Eval(ctx, rego.EvalParsedInput(in.astValue()))
+		if err != nil {
+			e.metrics.latency.Observe(time.Since(start).Seconds())
+			e.metrics.evalError.Inc()
+			return Decision{}, fmt.Errorf("evaluate %s (bundle revision %q, action %s, ref %q): %w",
+				DecisionQuery, a.revision, in.Action, in.Ref.Name, err)
+		}
+		d.Allow, d.Reasons = decodeDecision(rs)
+		if !d.Allow && len(d.Reasons) == 0 {
+			d.Reasons = []string{reasonDenied}
+		}
+		if a.cache != nil {
+			e.metrics.cacheMiss.Inc()
+			a.cache.put(key, cachedDecision{allow: d.Allow, reasons: slices.Clone(d.Reasons)})
+		}
+	}
 	elapsed := time.Since(start)
 	e.metrics.latency.Observe(elapsed.Seconds())
-	if err != nil {
-		e.metrics.evalError.Inc()
-		return Decision{}, fmt.Errorf("evaluate %s (bundle revision %q, action %s, ref %q): %w",
-			DecisionQuery, a.revision, in.Action, in.Ref.Name, err)
-	}
-	d := Decision{ID: uuid.NewString()}
-	d.Allow, d.Reasons = decodeDecision(rs)
-	if !d.Allow && len(d.Reasons) == 0 {
-		d.Reasons = []string{reasonDenied}
-	}
 	if d.Allow {
 		e.metrics.allow.Inc()
 	} else {
@@ -390,6 +421,7 @@ func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 			Input:      in,
 			Result:     DecisionResult{Allow: d.Allow, Reasons: d.Reasons},
 			LatencyUS:  float64(elapsed.Nanoseconds()) / 1e3,
+			Cached:     cached,
 			Revision:   a.revision,
 		}
 		if err := e.dlog.write(&entry); err != nil {

@@ -20,6 +20,9 @@ type metrics struct {
 	rejected    prometheus.Counter
 	fetchErrors prometheus.Counter
 	revision    *prometheus.GaugeVec
+	cache       *prometheus.CounterVec
+	cacheHit    prometheus.Counter
+	cacheMiss   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -43,6 +46,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "floe_policy_bundle_fetch_errors_total",
 			Help: "Failed attempts to reach the bundle source (HTTP errors, unreadable files).",
 		}),
+		cache: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "floe_policy_decision_cache_total",
+			Help: "Decisions answered from the decision cache (hit) or evaluated and cached (miss).",
+		}, []string{"result"}),
 		revision: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "floe_policy_bundle_info",
 			Help: "The active policy bundle: 1 for its revision.",
@@ -53,8 +60,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.evalError = m.decisions.WithLabelValues("error")
 	m.activatedOK = m.activations.WithLabelValues("ok")
 	m.rejected = m.activations.WithLabelValues("rejected")
+	m.cacheHit = m.cache.WithLabelValues("hit")
+	m.cacheMiss = m.cache.WithLabelValues("miss")
 
-	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.activations, m.fetchErrors, m.revision} {
+	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.activations, m.fetchErrors, m.revision, m.cache} {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if errors.As(err, &already) {
@@ -68,7 +77,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 
 // unregister lets a closed engine's registry take a new engine.
 func (m *metrics) unregister(reg prometheus.Registerer) {
-	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.activations, m.fetchErrors, m.revision} {
+	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.activations, m.fetchErrors, m.revision, m.cache} {
 		reg.Unregister(c)
 	}
 }

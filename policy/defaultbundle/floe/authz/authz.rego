@@ -26,7 +26,7 @@ tag_change if input.action == "ref.assign"
 
 tag_change if input.action == "ref.delete"
 
-decision := {"allow": false, "reasons": [sprintf("input version %v is not supported by this policy (want 1)", [object.get(input, "version", null)])]} if {
+decision := {"allow": false, "reasons": [sprintf("input version %v is not supported by this policy (want 1)", [input_version])]} if {
 	not input.version == 1
 } else := {"allow": false, "reasons": ["authentication required"]} if {
 	not authenticated
@@ -37,6 +37,12 @@ decision := {"allow": false, "reasons": [sprintf("input version %v is not suppor
 } else := {"allow": true, "reasons": sort(allows)} if {
 	count(allows) > 0
 } else := {"allow": false, "reasons": [sprintf("no rule allows %s on %s", [input.action, write_ref_desc])]}
+
+# Named fields only, never the whole input: the engine caches decisions
+# of policies that cannot see input.request_id.
+default input_version := null
+
+input_version := input.version
 
 authenticated if {
 	not input.principal.anonymous
