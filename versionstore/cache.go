@@ -40,18 +40,37 @@ func (c *objectCache) get(h Hash) (any, bool) {
 }
 
 func (c *objectCache) add(h Hash, val any, size int) {
-	sz := int64(size) + entryOverhead
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.insert(h, val, int64(size))
+	c.evict()
+}
+
+// addAll adds many objects under one lock; each entry's size is the
+// object's own footprint, as for add.
+func (c *objectCache) addAll(entries []cacheEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range entries {
+		c.insert(e.hash, e.val, e.size)
+	}
+	c.evict()
+}
+
+func (c *objectCache) insert(h Hash, val any, size int64) {
+	sz := size + entryOverhead
 	if sz > c.maxBytes/8 {
 		return // one huge object must not flush the cache
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if el, ok := c.byHash[h]; ok {
 		c.lru.MoveToFront(el)
 		return
 	}
 	c.byHash[h] = c.lru.PushFront(&cacheEntry{hash: h, val: val, size: sz})
 	c.bytes += sz
+}
+
+func (c *objectCache) evict() {
 	for c.bytes > c.maxBytes {
 		el := c.lru.Back()
 		e := el.Value.(*cacheEntry)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/floe-catalog/floe/versionstore/backend"
 )
@@ -85,8 +86,10 @@ type refTxn struct {
 	s    *Store
 	name string
 	ref  *Ref // nil: the reference does not exist
-	ov   *overlay
-	log  []*RefLogEntry
+	// ov is the round's overlay; the round rolls back what the write put
+	// there if the write fails.
+	ov  *overlay
+	log []*RefLogEntry
 	// commits counts the commits this write adds.
 	commits int
 	// records are written with the batch.
@@ -178,6 +181,11 @@ func (s *Store) runQueue(name string, q *refQueue) {
 		if len(next.round) > 0 {
 			inflight = s.launch(next)
 		}
+		// The writers just released were made runnable on this goroutine's
+		// processor, behind it: let them run now, so that they queue their
+		// next writes for the round being filled instead of waiting until
+		// the committer blocks or another processor steals them.
+		runtime.Gosched()
 	}
 }
 
@@ -250,11 +258,20 @@ func (p *preparedRound) batch() backend.Batch {
 // start writes the batch in the background. It is written even if the
 // callers' contexts end: their requests are decided and must not be left
 // in an unknown state.
+//
+// The background goroutine also builds the batch and, once it is durable,
+// adds its objects to the cache: that work then runs on the other core
+// instead of the committer's, which is the bottleneck of group commit. It
+// only reads the round, which nobody changes once started, and it is done
+// before done closes, so the objects are cached before the next round
+// stops looking for them in this round's overlay.
 func (p *preparedRound) start() {
-	b := p.batch()
 	p.done = make(chan struct{})
 	go func() {
-		p.err = p.s.be.Apply(context.Background(), b)
+		p.err = p.s.be.Apply(context.Background(), p.batch())
+		if p.err == nil {
+			p.ov.publish()
+		}
 		close(p.done)
 	}()
 }
@@ -291,9 +308,11 @@ func (p *preparedRound) add(reqs []*writeRequest) {
 			r.err = err
 			continue
 		}
-		t := &refTxn{s: s, name: p.name, ref: p.cur, ov: newOverlay(s, p.ov), chain: chain}
+		mark := p.ov.mark()
+		t := &refTxn{s: s, name: p.name, ref: p.cur, ov: p.ov, chain: chain}
 		res, err := r.apply(r.ctx, t)
 		if err != nil {
+			p.ov.rollback(mark)
 			// The write's changes are dropped; a dry run or a
 			// conflicting merge still reports its result.
 			var cr *conflictResult
@@ -313,7 +332,6 @@ func (p *preparedRound) add(reqs []*writeRequest) {
 			continue
 		}
 		r.result = res
-		p.ov.absorb(t.ov)
 		p.cur = t.ref
 		p.log = append(p.log, t.log...)
 		p.records = append(p.records, t.records...)
@@ -371,7 +389,6 @@ func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 // publish makes a durable round visible to readers.
 func (s *Store) publish(name string, p *preparedRound) {
 	s.refs.set(name, p.cur)
-	p.ov.publish()
 	s.stats.Batches.Add(1)
 	s.stats.Commits.Add(uint64(p.commits))
 }

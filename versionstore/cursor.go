@@ -40,7 +40,7 @@ func (c *cursor) seek(ctx context.Context, root Hash, key []byte) error {
 			return fmt.Errorf("%w: node %s at level %d under level %d", ErrCorrupt, h, n.level, c.stack[l-1].n.level)
 		}
 		i := n.search(key)
-		if i == len(n.keys) {
+		if i == n.len() {
 			// Past the end of this subtree; since parents chose it by
 			// last key this happens only at the root: nothing >= key.
 			c.stack = c.stack[:0]
@@ -84,7 +84,7 @@ func (c *cursor) advance() {
 	for !c.done() {
 		f := c.top()
 		f.i++
-		if f.i < len(f.n.keys) {
+		if f.i < f.n.len() {
 			return
 		}
 		c.stack = c.stack[:len(c.stack)-1]
@@ -94,7 +94,7 @@ func (c *cursor) advance() {
 // entry returns the current leaf entry; the top frame must be a leaf.
 func (c *cursor) entry() ([]byte, Hash) {
 	f := c.top()
-	return f.n.keys[f.i], f.n.hashes[f.i]
+	return f.n.key(f.i), f.n.hashes[f.i]
 }
 
 // scanRange calls fn for each entry with lo <= key < hi (nil hi: no upper

@@ -2,24 +2,56 @@ package versionstore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/bits"
 )
 
-// node is one decoded tree node. At level 0 (a leaf) entry i maps keys[i] to
+// node is one decoded tree node. At level 0 (a leaf) entry i maps key(i) to
 // the hash of a content value; above, entry i points at a child node of the
-// level below whose last key is keys[i]. Keys are strictly increasing and a
+// level below whose last key is key(i). Keys are strictly increasing and a
 // stored node is never empty.
+//
+// The keys are packed into one byte slice, so a node holds no pointers
+// but its three slices: the object cache keeps many thousands of nodes, and
+// the garbage collector would otherwise follow a pointer per key in each.
 type node struct {
 	level  int
-	keys   [][]byte
+	keyBuf []byte   // every key, concatenated
+	ends   []uint32 // ends[i] is where key i ends in keyBuf
 	hashes []Hash
 	size   int // approximate memory footprint, for cache accounting
 }
 
-// nodeFootprint estimates a decoded node's memory: its key bytes, a slice
-// header and a hash per entry, and the struct itself.
-func nodeFootprint(keyBytes, entries int) int { return keyBytes + entries*(24+len(Hash{})) + 96 }
+// newNode packs keys into a node; it copies the key bytes.
+func newNode(level int, keys [][]byte, hashes []Hash) *node {
+	total := 0
+	for _, k := range keys {
+		total += len(k)
+	}
+	n := &node{level: level, keyBuf: make([]byte, 0, total), ends: make([]uint32, len(keys)), hashes: hashes}
+	for i, k := range keys {
+		n.keyBuf = append(n.keyBuf, k...)
+		n.ends[i] = uint32(len(n.keyBuf))
+	}
+	return n
+}
+
+// len returns the number of entries.
+func (n *node) len() int { return len(n.ends) }
+
+// key returns key i; the slice must not be changed.
+func (n *node) key(i int) []byte {
+	start := uint32(0)
+	if i > 0 {
+		start = n.ends[i-1]
+	}
+	return n.keyBuf[start:n.ends[i]:n.ends[i]]
+}
+
+// nodeFootprint estimates a decoded node's memory: its key bytes, an offset
+// and a hash per entry, and the struct itself.
+func nodeFootprint(keyBytes, entries int) int { return keyBytes + entries*(4+len(Hash{})) + 96 }
 
 // maxNodeLevel bounds the height of a tree; with a fan-out of 64 it allows
 // far more keys than any catalog holds.
@@ -55,17 +87,18 @@ func keyLevel(key []byte) int {
 func isBoundary(key []byte, level int) bool { return keyLevel(key) > level }
 
 func encodeNode(n *node) []byte {
-	size := 8
-	for _, k := range n.keys {
-		size += len(k) + len(Hash{}) + 4
-	}
+	entries := n.len()
+	// Enough for any real node, so the buffer is allocated once: prefix
+	// compression only shrinks keys, and lengths fit in three varint bytes.
+	size := 2 + 2*binary.MaxVarintLen16 + len(n.keyBuf) + entries*(len(Hash{})+2*binary.MaxVarintLen16)
 	e := encoder{buf: make([]byte, 0, size)}
 	e.byte(kindNode)
 	e.byte(formatV1)
 	e.uvarint(uint64(n.level))
-	e.uvarint(uint64(len(n.keys)))
+	e.uvarint(uint64(entries))
 	var prev []byte
-	for i, k := range n.keys {
+	for i := range entries {
+		k := n.key(i)
 		shared := commonPrefix(prev, k)
 		e.uvarint(uint64(shared))
 		e.bytes(k[shared:])
@@ -89,8 +122,7 @@ func decodeNode(b []byte) (*node, error) {
 	if d.err != nil {
 		return nil, fmt.Errorf("decode node: %w", d.err)
 	}
-	nd := &node{level: int(level), keys: make([][]byte, n), hashes: make([]Hash, n)}
-	// One backing array for all keys keeps a node to a few allocations.
+	nd := &node{level: int(level), ends: make([]uint32, n), hashes: make([]Hash, n)}
 	arena := make([]byte, 0, len(b))
 	var prev []byte
 	for i := 0; i < n && d.err == nil; i++ {
@@ -111,13 +143,14 @@ func decodeNode(b []byte) (*node, error) {
 		} else if i > 0 && bytes.Compare(prev, key) >= 0 {
 			d.fail("keys not strictly increasing")
 		}
-		nd.keys[i] = key
+		nd.ends[i] = uint32(len(arena))
 		nd.hashes[i] = d.hash()
 		prev = key
 	}
 	if err := d.finish(); err != nil {
 		return nil, fmt.Errorf("decode node: %w", err)
 	}
+	nd.keyBuf = arena
 	nd.size = nodeFootprint(cap(arena), n)
 	return nd, nil
 }
@@ -138,10 +171,10 @@ func commonPrefix(a, b []byte) int {
 // search returns the index of the first entry whose key is >= key, or
 // len(keys) if there is none.
 func (n *node) search(key []byte) int {
-	lo, hi := 0, len(n.keys)
+	lo, hi := 0, n.len()
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if bytes.Compare(n.keys[m], key) < 0 {
+		if bytes.Compare(n.key(m), key) < 0 {
 			lo = m + 1
 		} else {
 			hi = m
@@ -150,4 +183,4 @@ func (n *node) search(key []byte) int {
 	return lo
 }
 
-func (n *node) lastKey() []byte { return n.keys[len(n.keys)-1] }
+func (n *node) lastKey() []byte { return n.key(n.len() - 1) }

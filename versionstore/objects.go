@@ -113,8 +113,10 @@ func (o *overlay) find(h Hash) (any, bool) {
 	return nil, false
 }
 
-func (o *overlay) put(data []byte, val any) Hash {
-	h := hashOf(data)
+func (o *overlay) put(data []byte, val any) Hash { return o.putEncoded(data, hashOf(data), val) }
+
+// putEncoded is put for an object whose hash h is already known.
+func (o *overlay) putEncoded(data []byte, h Hash, val any) Hash {
 	if _, ok := o.find(h); !ok {
 		o.objs[h] = pendingObject{data: data, val: val}
 		o.order = append(o.order, h)
@@ -153,11 +155,7 @@ func (o *overlay) content(ctx context.Context, h Hash) (*Content, error) {
 }
 
 func (o *overlay) putNode(n *node) Hash {
-	keyBytes := 0
-	for _, k := range n.keys {
-		keyBytes += len(k)
-	}
-	n.size = nodeFootprint(keyBytes, len(n.keys))
+	n.size = nodeFootprint(len(n.keyBuf), n.len())
 	return o.put(encodeNode(n), n)
 }
 
@@ -169,14 +167,17 @@ func (o *overlay) putCommit(c *Commit) Hash {
 	return o.put(data, c)
 }
 
-// absorb moves a child overlay's objects into o.
-func (o *overlay) absorb(child *overlay) {
-	for _, h := range child.order {
-		if _, ok := o.objs[h]; !ok {
-			o.objs[h] = child.objs[h]
-			o.order = append(o.order, h)
-		}
+// mark returns a savepoint for rollback.
+func (o *overlay) mark() int { return len(o.order) }
+
+// rollback forgets the objects put since the savepoint m: those of a write
+// that failed, which must not reach the batch. It is cheaper than giving
+// every write its own overlay and merging it into the round's.
+func (o *overlay) rollback(m int) {
+	for _, h := range o.order[m:] {
+		delete(o.objs, h)
 	}
+	o.order = o.order[:m]
 }
 
 // objects returns the pending objects in creation order, for a batch.
@@ -190,8 +191,10 @@ func (o *overlay) objects() []backend.Object {
 
 // publish adds the now durable objects to the cache.
 func (o *overlay) publish() {
-	for _, h := range o.order {
+	entries := make([]cacheEntry, len(o.order))
+	for i, h := range o.order {
 		p := o.objs[h]
-		o.store.cache.add(h, p.val, footprint(p.val, len(p.data)))
+		entries[i] = cacheEntry{hash: h, val: p.val, size: int64(footprint(p.val, len(p.data)))}
 	}
+	o.store.cache.addAll(entries)
 }

@@ -65,13 +65,49 @@ func (s *Store) Commit(ctx context.Context, req CommitRequest) (*CommitResult, e
 			return nil, err
 		}
 	}
+	puts := preparePuts(req.Operations)
 	res, err := s.write(ctx, req.Branch, func(ctx context.Context, t *refTxn) (any, error) {
-		return t.commit(ctx, req)
+		return t.commit(ctx, req, puts)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return res.(*CommitResult), nil
+	r := res.(*CommitResult)
+	r.Commit = r.Commit.clone() // the original is shared with the cache
+	return r, nil
+}
+
+// preparedPut is a put's content, encoded and hashed by the caller's
+// goroutine before the write is queued: the reference's committer applies
+// every commit to the branch one after another, so work moved off it
+// raises the throughput of concurrent commits.
+type preparedPut struct {
+	content *Content // as stored: with the requested id, or a new one
+	newID   bool     // the request carried no id, content.ID is new
+	data    []byte
+	hash    Hash
+}
+
+// preparePuts prepares the content of every put in ops (nil entries for
+// other operations). A new id is only used if the key turns out not to
+// exist; the same one serves if the write is applied again after a backend
+// conflict, since the first attempt was never durable nor reported.
+func preparePuts(ops []Operation) []preparedPut {
+	out := make([]preparedPut, len(ops))
+	for i, op := range ops {
+		if op.Kind != OpPut {
+			continue
+		}
+		c := op.Content.Clone()
+		p := preparedPut{content: c}
+		if c.ID == "" {
+			c.ID, p.newID = uuid.NewString(), true
+		}
+		p.data = encodeContent(c)
+		p.hash = hashOf(p.data)
+		out[i] = p
+	}
+	return out
 }
 
 // prepareOperations validates operations, copies their contents so callers
@@ -147,7 +183,7 @@ func (t *refTxn) checkExpected(ctx context.Context, expected Hash) (moved bool, 
 	return true, nil
 }
 
-func (t *refTxn) commit(ctx context.Context, req CommitRequest) (*CommitResult, error) {
+func (t *refTxn) commit(ctx context.Context, req CommitRequest, puts []preparedPut) (*CommitResult, error) {
 	ref, err := t.branch()
 	if err != nil {
 		return nil, err
@@ -174,7 +210,7 @@ func (t *refTxn) commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 		stored    []CommitOp
 		added     []AddedContent
 	)
-	for _, op := range req.Operations {
+	for i, op := range req.Operations {
 		k := op.Key.Encode()
 		hv, hok, err := lookup(ctx, t.ov, headCommit.Tree, k)
 		if err != nil {
@@ -197,9 +233,7 @@ func (t *refTxn) commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 		}
 		switch op.Kind {
 		case OpPut:
-			// A copy: a round may be applied again after a backend
-			// conflict, and must then assign content ids afresh.
-			c := op.Content.Clone()
+			c, p := op.Content, puts[i]
 			if hok {
 				cur, err := t.ov.content(ctx, hv)
 				if err != nil {
@@ -210,7 +244,7 @@ func (t *refTxn) commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 					conflicts = append(conflicts, Conflict{Type: ConflictPayloadDiffers, Key: op.Key,
 						Message: fmt.Sprintf("key %q holds a %s, cannot put a %s", op.Key.String(), cur.Type, c.Type)})
 					continue
-				case c.ID == "":
+				case p.newID:
 					conflicts = append(conflicts, Conflict{Type: ConflictKeyExists, Key: op.Key,
 						Message: fmt.Sprintf("key %q already exists; an update must carry its content id %s", op.Key.String(), cur.ID)})
 					continue
@@ -219,11 +253,10 @@ func (t *refTxn) commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 						Message: fmt.Sprintf("key %q has content id %s, not %s", op.Key.String(), cur.ID, c.ID)})
 					continue
 				}
-			} else if c.ID == "" {
-				c.ID = uuid.NewString()
-				added = append(added, AddedContent{Key: op.Key, ID: c.ID})
+			} else if p.newID {
+				added = append(added, AddedContent{Key: op.Key, ID: p.content.ID})
 			}
-			h := t.ov.putContent(c)
+			h := t.ov.putEncoded(p.data, p.hash, p.content)
 			muts = append(muts, mutation{key: k, value: h})
 			stored = append(stored, CommitOp{Kind: OpPut, Key: op.Key, Value: h})
 		case OpDelete:
@@ -256,7 +289,7 @@ func (t *refTxn) commit(ctx context.Context, req CommitRequest) (*CommitResult, 
 	if r := req.Record; r != nil {
 		t.records = append(t.records, backend.Record{Key: r.Key, Value: encodeRecord(r)})
 	}
-	return &CommitResult{Commit: c.clone(), Added: added, Rebased: moved}, nil
+	return &CommitResult{Commit: c, Added: added, Rebased: moved}, nil
 }
 
 // newCommit stores a commit on top of parent. Commit times never go

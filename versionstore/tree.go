@@ -32,11 +32,11 @@ func lookup(ctx context.Context, src nodeSource, root Hash, key []byte) (Hash, b
 			return Hash{}, false, err
 		}
 		i := n.search(key)
-		if i == len(n.keys) {
+		if i == n.len() {
 			return Hash{}, false, nil
 		}
 		if n.level == 0 {
-			if bytes.Equal(n.keys[i], key) {
+			if bytes.Equal(n.key(i), key) {
 				return n.hashes[i], true, nil
 			}
 			return Hash{}, false, nil
@@ -62,6 +62,9 @@ type mutation struct {
 // neighbour of a node that lost its boundary key, since the two now form one
 // node), and turns the replaced and new nodes into the mutations of the
 // level above. Untouched nodes are shared with the old tree.
+//
+// Edits run on the committer goroutine for every commit of a group, so the
+// level step works on sorted slices, without maps or intermediate copies.
 func editTree(ctx context.Context, ns nodeStore, root Hash, muts []mutation) (Hash, error) {
 	if len(muts) == 0 {
 		return root, nil
@@ -90,23 +93,12 @@ func editTree(ctx context.Context, ns nodeStore, root Hash, muts []mutation) (Ha
 		if err != nil {
 			return Hash{}, err
 		}
-		chunks := chunk(mergeEntries(affected, muts), level)
+		chunks := rechunk(affected, muts, level)
 		top := make([]mutation, len(chunks))
-		next := make(map[string]mutation, len(affected)+len(chunks))
-		for _, a := range affected {
-			k := a.n.lastKey()
-			next[string(k)] = mutation{key: k, del: true}
-		}
 		for i, c := range chunks {
-			h := ns.putNode(c)
-			k := c.lastKey()
-			top[i] = mutation{key: k, value: h}
-			if old, ok := next[string(k)]; ok && old.del && containsNode(affected, h) {
-				delete(next, string(k)) // an unchanged node changes nothing above
-				continue
-			}
-			next[string(k)] = mutation{key: k, value: h}
+			top[i] = mutation{key: c.lastKey(), value: ns.putNode(c)}
 		}
+		next := levelAbove(affected, top)
 		if len(next) == 0 {
 			return root, nil
 		}
@@ -115,7 +107,7 @@ func editTree(ctx context.Context, ns nodeStore, root Hash, muts []mutation) (Ha
 			// chunks are the whole level.
 			return buildUpFromNodes(ctx, ns, level+1, top)
 		}
-		muts = sortedMutations(next)
+		muts = next
 	}
 }
 
@@ -124,34 +116,78 @@ type located struct {
 	hash Hash
 }
 
-func containsNode(ls []located, h Hash) bool {
-	for _, l := range ls {
-		if l.hash == h {
-			return true
+// levelAbove turns an edit of one level into the mutations of the level
+// above: the affected nodes' entries are deleted and the new nodes' entries
+// put, both sorted by last key. A new node equal to the old one with the
+// same last key changes nothing above and is left out.
+func levelAbove(affected []located, top []mutation) []mutation {
+	out := make([]mutation, 0, len(affected)+len(top))
+	i, j := 0, 0
+	for i < len(affected) || j < len(top) {
+		var c int
+		switch {
+		case j == len(top):
+			c = -1
+		case i == len(affected):
+			c = 1
+		default:
+			c = bytes.Compare(affected[i].n.lastKey(), top[j].key)
+		}
+		switch {
+		case c < 0:
+			out = append(out, mutation{key: affected[i].n.lastKey(), del: true})
+			i++
+		case c > 0:
+			out = append(out, top[j])
+			j++
+		default:
+			if affected[i].hash != top[j].value {
+				out = append(out, top[j])
+			}
+			i++
+			j++
 		}
 	}
-	return false
+	return out
 }
 
 // affectedNodes finds, in key order, the old nodes at level that the
 // mutations touch, closed under "a node whose last key is deleted pulls in
-// its right neighbour".
+// its right neighbour". Since the mutations are sorted, the nodes covering
+// them come in key order too, and a mutation within the node found last
+// needs no descent.
 func affectedNodes(ctx context.Context, src nodeSource, root located, level int, muts []mutation) ([]located, error) {
-	byLast := map[string]located{}
-	deleted := map[string]bool{}
-	for _, m := range muts {
-		if m.del {
-			deleted[string(m.key)] = true
+	var out []located
+	// closeOver appends the right neighbours of the last node found for as
+	// long as their last keys are deleted, and reports whether key (nil:
+	// none) now falls in the last node.
+	closeOver := func(key []byte) (bool, error) {
+		for {
+			last := out[len(out)-1].n.lastKey()
+			if key != nil && bytes.Compare(key, last) <= 0 {
+				return true, nil
+			}
+			if !deletes(muts, last) {
+				return false, nil
+			}
+			succ, ok, err := nodeAt(ctx, src, root, level, last, true)
+			if err != nil || !ok || bytes.Compare(succ.n.lastKey(), last) <= 0 {
+				// At the root's level there is only the root itself.
+				return false, err
+			}
+			out = append(out, succ)
 		}
 	}
-	var queue []located
-	add := func(l located) {
-		if _, ok := byLast[string(l.n.lastKey())]; !ok {
-			byLast[string(l.n.lastKey())] = l
-			queue = append(queue, l)
-		}
-	}
 	for _, m := range muts {
+		if len(out) > 0 {
+			covered, err := closeOver(m.key)
+			if err != nil {
+				return nil, err
+			}
+			if covered {
+				continue
+			}
+		}
 		l, ok, err := nodeAt(ctx, src, root, level, m.key, false)
 		if err != nil {
 			return nil, err
@@ -162,29 +198,22 @@ func affectedNodes(ctx context.Context, src nodeSource, root located, level int,
 				return nil, err
 			}
 		}
-		add(l)
-	}
-	for len(queue) > 0 {
-		l := queue[0]
-		queue = queue[1:]
-		last := l.n.lastKey()
-		if !deleted[string(last)] {
-			continue
+		if len(out) == 0 || !bytes.Equal(out[len(out)-1].n.lastKey(), l.n.lastKey()) {
+			out = append(out, l)
 		}
-		succ, ok, err := nodeAt(ctx, src, root, level, last, true)
-		if err != nil {
+	}
+	if len(out) > 0 {
+		if _, err := closeOver(nil); err != nil {
 			return nil, err
 		}
-		if ok {
-			add(succ)
-		}
 	}
-	out := make([]located, 0, len(byLast))
-	for _, l := range byLast {
-		out = append(out, l)
-	}
-	slices.SortFunc(out, func(a, b located) int { return bytes.Compare(a.n.lastKey(), b.n.lastKey()) })
 	return out, nil
+}
+
+// deletes reports whether the sorted mutations delete key.
+func deletes(muts []mutation, key []byte) bool {
+	i, found := slices.BinarySearchFunc(muts, key, func(m mutation, k []byte) int { return bytes.Compare(m.key, k) })
+	return found && muts[i].del
 }
 
 // nodeAt descends from root to the node at level covering key: the first
@@ -197,10 +226,10 @@ func nodeAt(ctx context.Context, src nodeSource, root located, level int, key []
 			return located{n: n, hash: h}, true, nil
 		}
 		i := n.search(key)
-		if strict && i < len(n.keys) && bytes.Equal(n.keys[i], key) {
+		if strict && i < n.len() && bytes.Equal(n.key(i), key) {
 			i++
 		}
-		if i == len(n.keys) {
+		if i == n.len() {
 			return located{}, false, nil
 		}
 		h = n.hashes[i]
@@ -231,36 +260,92 @@ func lastNodeAt(ctx context.Context, src nodeSource, root located, level int) (l
 	return located{n: n, hash: h}, nil
 }
 
-// mergeEntries merges the entries of the affected nodes with the mutations.
-func mergeEntries(affected []located, muts []mutation) []mutation {
-	n := len(muts)
-	for _, l := range affected {
-		n += len(l.n.keys)
+// rechunk merges the entries of the affected nodes with the mutations (a
+// mutation wins over the old entry with its key) and cuts the result into
+// nodes of the given level. The new nodes share their three backing arrays.
+//
+// An old entry other than its node's last is known not to be a boundary at
+// this level (its node would have been cut after it), so only the last
+// entries and the mutated keys need keyLevel.
+func rechunk(affected []located, muts []mutation, level int) []*node {
+	n, size := len(muts), 0
+	for _, m := range muts {
+		size += len(m.key)
 	}
-	out := make([]mutation, 0, n)
+	for _, l := range affected {
+		n += l.n.len()
+		size += len(l.n.keyBuf)
+	}
+	b := levelBuilder{keyBuf: make([]byte, 0, size), ends: make([]uint32, 0, n), hashes: make([]Hash, 0, n)}
 	j := 0
 	for _, l := range affected {
-		for i, k := range l.n.keys {
+		last := l.n.len() - 1
+		for i := range l.n.len() {
+			k := l.n.key(i)
 			for j < len(muts) && bytes.Compare(muts[j].key, k) < 0 {
 				if !muts[j].del {
-					out = append(out, muts[j])
+					b.add(muts[j].key, muts[j].value, isBoundary(muts[j].key, level))
 				}
 				j++
 			}
 			if j < len(muts) && bytes.Equal(muts[j].key, k) {
-				if !muts[j].del { // the mutation wins over the old entry
-					out = append(out, muts[j])
+				if !muts[j].del {
+					b.add(k, muts[j].value, i == last && isBoundary(k, level))
 				}
 				j++
 				continue
 			}
-			out = append(out, mutation{key: k, value: l.n.hashes[i]})
+			b.add(k, l.n.hashes[i], i == last && isBoundary(k, level))
 		}
 	}
 	for ; j < len(muts); j++ {
 		if !muts[j].del {
-			out = append(out, muts[j])
+			b.add(muts[j].key, muts[j].value, isBoundary(muts[j].key, level))
 		}
+	}
+	return b.nodes(level)
+}
+
+// levelBuilder collects the entries of a level's new nodes in shared
+// arrays, noting where a node ends.
+type levelBuilder struct {
+	keyBuf []byte
+	ends   []uint32
+	hashes []Hash
+	cuts   []int // entry count at the end of each node but maybe the last
+}
+
+func (b *levelBuilder) add(k []byte, h Hash, boundary bool) {
+	b.keyBuf = append(b.keyBuf, k...)
+	b.ends = append(b.ends, uint32(len(b.keyBuf)))
+	b.hashes = append(b.hashes, h)
+	if boundary {
+		b.cuts = append(b.cuts, len(b.ends))
+	}
+}
+
+func (b *levelBuilder) nodes(level int) []*node {
+	if len(b.ends) == 0 {
+		return nil
+	}
+	if len(b.cuts) == 0 || b.cuts[len(b.cuts)-1] != len(b.ends) {
+		b.cuts = append(b.cuts, len(b.ends))
+	}
+	out := make([]*node, len(b.cuts))
+	nodes := make([]node, len(b.cuts))
+	start, keyStart := 0, uint32(0)
+	for i, end := range b.cuts {
+		keyEnd := b.ends[end-1]
+		nd := &nodes[i]
+		nd.level = level
+		nd.keyBuf = b.keyBuf[keyStart:keyEnd:keyEnd]
+		nd.ends = b.ends[start:end:end]
+		for e := range nd.ends {
+			nd.ends[e] -= keyStart // offsets within the node's own keys
+		}
+		nd.hashes = b.hashes[start:end:end]
+		out[i] = nd
+		start, keyStart = end, keyEnd
 	}
 	return out
 }
@@ -268,14 +353,17 @@ func mergeEntries(affected []located, muts []mutation) []mutation {
 // chunk cuts sorted entries into nodes of the given level.
 func chunk(entries []mutation, level int) []*node {
 	var out []*node
+	var keys [][]byte
 	start := 0
 	for i, e := range entries {
 		if isBoundary(e.key, level) || i == len(entries)-1 {
-			n := &node{level: level, keys: make([][]byte, i+1-start), hashes: make([]Hash, i+1-start)}
+			keys = keys[:0]
+			hashes := make([]Hash, i+1-start)
 			for j, e := range entries[start : i+1] {
-				n.keys[j], n.hashes[j] = e.key, e.value
+				keys = append(keys, e.key)
+				hashes[j] = e.value
 			}
-			out = append(out, n)
+			out = append(out, newNode(level, keys, hashes))
 			start = i + 1
 		}
 	}
@@ -316,7 +404,7 @@ func buildUpFromNodes(ctx context.Context, ns nodeStore, level int, entries []mu
 			if err != nil {
 				return Hash{}, err
 			}
-			if n.level == 0 || len(n.keys) > 1 {
+			if n.level == 0 || n.len() > 1 {
 				return h, nil
 			}
 			h = n.hashes[0]
@@ -328,7 +416,7 @@ func buildUpFromNodes(ctx context.Context, ns nodeStore, level int, entries []mu
 // collapseRoot stores n as the root, unless n is an internal node with a
 // single child, in which case that child (already stored) is the root.
 func collapseRoot(n *node, sink nodeStore) Hash {
-	if n.level > 0 && len(n.keys) == 1 {
+	if n.level > 0 && n.len() == 1 {
 		return n.hashes[0]
 	}
 	return sink.putNode(n)

@@ -127,8 +127,12 @@ func (b *Backend) build(batch backend.Batch) (*pebble.Batch, error) {
 	}
 	// Objects are content-addressed, so writing one that already exists
 	// rewrites identical bytes: harmless, and cheaper than a read per object.
+	var key [1 + len(backend.ObjectID{})]byte
+	key[0] = prefixObject
 	for _, o := range batch.Objects {
-		if err := pb.Set(objectKey(o.ID), o.Data, nil); err != nil {
+		copy(key[1:], o.ID[:])
+		// Set copies the key into the batch, so one buffer serves all.
+		if err := pb.Set(key[:], o.Data, nil); err != nil {
 			return fail(err)
 		}
 	}
