@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# Starts the servers of the peer benchmark, runs a command against them,
+# then stops them:
+#
+#   bash internal/peerbench/run.sh go test -run '^$' -bench . ./internal/peerbench/
+#
+# - floe: bin/floe (built by `make build`) serving --dev on a free loopback
+#   port over a temporary data directory, exactly as `make run` would.
+# - Nessie: the nessie-quarkus runner jar from Maven Central, downloaded once
+#   into .cache/peer/ (git-ignored) and checked against Maven Central's
+#   SHA-1, run with `java -jar` (Java 21+: the 0.99.0 jar is built for it;
+#   $JAVA, java on the PATH, then /usr/lib/jvm/*/bin/java, the first that is
+#   new enough) on a free loopback port with the RocksDB
+#   version store in a temporary directory (IN_MEMORY if RocksDB does not
+#   start), everything else as shipped.
+#
+# The command gets FLOE_PEER_FLOE_URL and FLOE_PEER_NESSIE_URL; a server
+# that could not start (no Java, failed download, ...) is left out with a
+# message and the command still runs against the other one. Both servers
+# are stopped on exit, failure included.
+#
+# Environment: FLOE_BIN (default bin/floe), JAVA (a java binary),
+# NESSIE_VERSION (default 0.99.0, the newest runner jar on Maven Central),
+# NESSIE_STORE (ROCKSDB or IN_MEMORY; default ROCKSDB with fallback),
+# NESSIE_JAVA_OPTS (extra JVM options, e.g. -Xmx2g).
+set -euo pipefail
+
+if [[ $# -eq 0 ]]; then
+	echo "usage: $0 COMMAND [ARG...]" >&2
+	exit 2
+fi
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+floe="${FLOE_BIN:-$root/bin/floe}"
+nessie_version="${NESSIE_VERSION:-0.99.0}"
+cache="$root/.cache/peer"
+jar_name="nessie-quarkus-$nessie_version-runner.jar"
+jar_url="https://repo.maven.apache.org/maven2/org/projectnessie/nessie/nessie-quarkus/$nessie_version/$jar_name"
+
+tmp="$(mktemp -d)"
+floe_pid=""
+nessie_pid=""
+
+# stop sends sig to pid, waits up to 20 s, then kills it.
+stop() {
+	local pid="$1" sig="$2"
+	[[ -n "$pid" ]] || return 0
+	kill -0 "$pid" 2>/dev/null || return 0
+	kill "-$sig" "$pid" 2>/dev/null || true
+	for _ in $(seq 1 200); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+	stop "$nessie_pid" TERM
+	stop "$floe_pid" INT
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+say() { echo "peer: $*"; }
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# wait_http waits up to $2 seconds for a 200 from URL $1 while pid $3 lives.
+wait_http() {
+	local url="$1" secs="$2" pid="$3"
+	for _ in $(seq 1 $((secs * 10))); do
+		if curl -fsS -o /dev/null --max-time 2 "$url" 2>/dev/null; then
+			return 0
+		fi
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+say "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)"
+
+# floe -----------------------------------------------------------------------
+floe_url=""
+if [[ ! -x "$floe" ]]; then
+	say "floe: $floe not found (run make build); floe left out"
+else
+	"$floe" serve --dev --addr 127.0.0.1:0 --data-dir "$tmp/floe-data" --warehouse "$tmp/floe-warehouse" >"$tmp/floe.log" 2>&1 &
+	floe_pid=$!
+	addr=""
+	for _ in $(seq 1 100); do
+		addr="$(sed -n 's/.*msg=listening addr=\([0-9.:]*\).*/\1/p' "$tmp/floe.log" | head -n1)"
+		[[ -n "$addr" ]] && break
+		kill -0 "$floe_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [[ -n "$addr" ]] && wait_http "http://$addr/api/v2/config" 10 "$floe_pid"; then
+		floe_url="http://$addr"
+		say "floe: $("$floe" version 2>/dev/null | head -n1 || echo unknown version), serve --dev, Pebble store in a temp dir (synced commits), at $floe_url"
+	else
+		say "floe: did not start; floe left out. Its log:"
+		tail -n 20 "$tmp/floe.log" | sed 's/^/peer:   /'
+		stop "$floe_pid" INT
+		floe_pid=""
+	fi
+fi
+
+# Nessie ---------------------------------------------------------------------
+
+# fetch_jar downloads the runner jar once; it lands under its final name
+# only after its SHA-1 matched, so a present jar is a verified one.
+fetch_jar() {
+	local jar="$cache/$jar_name"
+	[[ -f "$jar" ]] && return 0
+	mkdir -p "$cache"
+	say "nessie: downloading $jar_url (about 245 MB) into $cache"
+	local want got
+	want="$(curl -fsSL --retry 3 "$jar_url.sha1" | awk '{print $1}')" || return 1
+	curl -fsSL --retry 3 -o "$jar.part" "$jar_url" || { rm -f "$jar.part"; return 1; }
+	got="$(sha1sum "$jar.part" | awk '{print $1}')"
+	if [[ -z "$want" || "$got" != "$want" ]]; then
+		say "nessie: SHA-1 mismatch for $jar_name: got $got, Maven Central says $want"
+		rm -f "$jar.part"
+		return 1
+	fi
+	mv "$jar.part" "$jar"
+}
+
+# start_nessie starts the jar with store type $1 and waits for its API.
+start_nessie() {
+	local store="$1" port mport
+	port="$(free_port)"
+	mport="$(free_port)"
+	local opts=(
+		-Dquarkus.http.host=127.0.0.1
+		-Dquarkus.http.port="$port"
+		-Dquarkus.management.host=127.0.0.1
+		-Dquarkus.management.port="$mport"
+		-Dnessie.version.store.type="$store"
+	)
+	if [[ "$store" == ROCKSDB ]]; then
+		opts+=(-Dnessie.version.store.persist.rocks.database-path="$tmp/nessie-rocksdb")
+	fi
+	# shellcheck disable=SC2086 # NESSIE_JAVA_OPTS is split on purpose
+	"$java" ${NESSIE_JAVA_OPTS:-} "${opts[@]}" -jar "$cache/$jar_name" >"$tmp/nessie-$store.log" 2>&1 &
+	nessie_pid=$!
+	if wait_http "http://127.0.0.1:$port/api/v2/config" 180 "$nessie_pid"; then
+		nessie_url="http://127.0.0.1:$port"
+		return 0
+	fi
+	say "nessie: did not start with $store. Its log:"
+	tail -n 20 "$tmp/nessie-$store.log" | sed 's/^/peer:   /'
+	stop "$nessie_pid" TERM
+	nessie_pid=""
+	return 1
+}
+
+# find_java prints the first java binary of major version 21 or newer.
+find_java() {
+	local j major
+	for j in ${JAVA:-} "$(command -v java || true)" /usr/lib/jvm/*/bin/java; do
+		[[ -n "$j" && -x "$j" ]] || continue
+		major="$("$j" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)"
+		if [[ -n "$major" && "$major" -ge 21 ]]; then
+			echo "$j"
+			return 0
+		fi
+	done
+	return 1
+}
+
+nessie_url=""
+nessie_store=""
+java=""
+if ! java="$(find_java)"; then
+	say "nessie: no Java 21+ found (set JAVA=/path/to/bin/java); Nessie left out"
+elif ! fetch_jar; then
+	say "nessie: could not download $jar_url; Nessie left out"
+else
+	jv="$("$java" -version 2>&1 | head -n1)"
+	stores=(ROCKSDB IN_MEMORY)
+	[[ -n "${NESSIE_STORE:-}" ]] && stores=("$NESSIE_STORE")
+	for store in "${stores[@]}"; do
+		if start_nessie "$store"; then
+			nessie_store="$store"
+			break
+		fi
+	done
+	if [[ -n "$nessie_url" ]]; then
+		case "$nessie_store" in
+		# Nessie's RocksDB persist writes with RocksDB's default options:
+		# through the WAL, without an fsync per write (floe syncs each batch).
+		ROCKSDB) durability="in a temp dir, WAL not fsynced per write" ;;
+		*) durability="not durable" ;;
+		esac
+		say "nessie: $nessie_version ($jar_name), version store $nessie_store ($durability), $jv, at $nessie_url"
+	else
+		say "nessie: did not start; Nessie left out"
+	fi
+fi
+
+if [[ -z "$floe_url" && -z "$nessie_url" ]]; then
+	say "no server started"
+	exit 1
+fi
+
+status=0
+FLOE_PEER_FLOE_URL="$floe_url" FLOE_PEER_NESSIE_URL="$nessie_url" "$@" || status=$?
+if [[ -n "$nessie_pid" ]] && ! kill -0 "$nessie_pid" 2>/dev/null; then
+	say "nessie: exited during the run. Its log:"
+	tail -n 20 "$tmp/nessie-$nessie_store.log" | sed 's/^/peer:   /'
+fi
+exit "$status"
