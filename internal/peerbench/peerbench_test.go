@@ -1,13 +1,9 @@
 package peerbench_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,10 +12,9 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/floe-catalog/floe/internal/peerbench"
+	"github.com/floe-catalog/floe/internal/testserver"
 	"github.com/floe-catalog/floe/rest/nessie"
 	"github.com/floe-catalog/floe/server"
-	"github.com/floe-catalog/floe/versionstore"
-	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 )
 
 // startFloe serves floe's Nessie API over a Pebble store in a temporary
@@ -27,31 +22,11 @@ import (
 // authentication, no policy).
 func startFloe(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	be, err := pebblebackend.Open(filepath.Join(dir, "data"), pebblebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := versionstore.Open(context.Background(), be, versionstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mount := func(r *mux.Router, env server.Env) error {
-		return nessie.Register(r, nessie.Deps{Store: env.Store, Logger: env.Logger})
-	}
-	srv, err := server.New(server.Config{Warehouse: filepath.Join(dir, "warehouse"), Mounts: []server.Mount{mount}},
-		slog.New(slog.DiscardHandler), store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		hs.Close()
-		if err := store.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
-	return hs.URL
+	return testserver.Start(t, testserver.Options{Mounts: func(*testserver.Server) []server.Mount {
+		return []server.Mount{func(r *mux.Router, env server.Env) error {
+			return nessie.Register(r, nessie.Deps{Store: env.Store, Logger: env.Logger})
+		}}
+	}}).URL
 }
 
 // TestWorkloadsAgainstFloe runs every workload of the benchmarks a few

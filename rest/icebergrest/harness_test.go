@@ -2,25 +2,20 @@ package icebergrest_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gorilla/mux"
 
+	"github.com/floe-catalog/floe/internal/testserver"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/server"
 	"github.com/floe-catalog/floe/versionstore"
-	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 )
 
 // testEnv is floe's real server (middleware included) with the Iceberg REST
@@ -48,46 +43,20 @@ func newEnv(t *testing.T) *testEnv {
 // configure, if set, adjusts the facade's Deps.
 func newEnvAt(t *testing.T, dir string, configure func(*icebergrest.Deps)) *testEnv {
 	t.Helper()
-	be, err := pebblebackend.Open(filepath.Join(dir, "data"), pebblebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := versionstore.Open(context.Background(), be, versionstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	whDir := filepath.Join(dir, "warehouse")
-	if err := os.MkdirAll(whDir, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	wh := (&url.URL{Scheme: "file", Path: filepath.ToSlash(whDir)}).String()
-	background, cancel := context.WithCancel(context.Background())
-	mount := func(r *mux.Router, env server.Env) error {
-		deps := icebergrest.Deps{
-			Store: env.Store, Logger: env.Logger, Metrics: env.Metrics,
-			Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: wh}, {Name: "other", Location: wh + "/other"}},
-			Context:    background,
-		}
-		if configure != nil {
-			configure(&deps)
-		}
-		return icebergrest.Register(r, deps)
-	}
-	srv, err := server.New(server.Config{Warehouse: whDir, Mounts: []server.Mount{mount}}, slog.New(slog.DiscardHandler), store)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	stop := sync.OnceFunc(func() {
-		hs.Close()
-		cancel()
-		if err := store.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
-	t.Cleanup(stop)
-	return &testEnv{t: t, url: hs.URL, store: store, dir: dir, whDir: whDir, wh: wh, stop: stop}
+	s := testserver.Start(t, testserver.Options{Dir: dir, Mounts: func(s *testserver.Server) []server.Mount {
+		return []server.Mount{func(r *mux.Router, env server.Env) error {
+			deps := icebergrest.Deps{
+				Store: env.Store, Logger: env.Logger, Metrics: env.Metrics,
+				Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: s.Warehouse}, {Name: "other", Location: s.Warehouse + "/other"}},
+				Context:    s.Context,
+			}
+			if configure != nil {
+				configure(&deps)
+			}
+			return icebergrest.Register(r, deps)
+		}}
+	}})
+	return &testEnv{t: t, url: s.URL, store: s.Store, dir: s.Dir, whDir: s.WarehouseDir, wh: s.Warehouse, stop: s.Stop}
 }
 
 // with returns e reporting to t, for use inside subtests.

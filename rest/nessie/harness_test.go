@@ -3,25 +3,20 @@ package nessie_test
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gorilla/mux"
 
+	"github.com/floe-catalog/floe/internal/testserver"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/rest/nessie"
 	"github.com/floe-catalog/floe/server"
 	"github.com/floe-catalog/floe/versionstore"
-	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 )
 
 // testEnv is floe's real server (middleware included) with both the
@@ -42,46 +37,21 @@ func newEnv(t *testing.T) *testEnv {
 // Deps.
 func newEnvWith(t *testing.T, configure func(*nessie.Deps)) *testEnv {
 	t.Helper()
-	dir := t.TempDir()
-	be, err := pebblebackend.Open(filepath.Join(dir, "data"), pebblebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := versionstore.Open(context.Background(), be, versionstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	whDir := filepath.Join(dir, "warehouse")
-	if err := os.MkdirAll(whDir, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	wh := (&url.URL{Scheme: "file", Path: filepath.ToSlash(whDir)}).String()
-	background, cancel := context.WithCancel(context.Background())
-	iceberg := func(r *mux.Router, env server.Env) error {
-		return icebergrest.Register(r, icebergrest.Deps{Store: env.Store, Logger: env.Logger, Metrics: env.Metrics,
-			Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: wh}}, Context: background})
-	}
-	nessieMount := func(r *mux.Router, env server.Env) error {
-		deps := nessie.Deps{Store: env.Store, Logger: env.Logger}
-		if configure != nil {
-			configure(&deps)
+	s := testserver.Start(t, testserver.Options{Mounts: func(s *testserver.Server) []server.Mount {
+		iceberg := func(r *mux.Router, env server.Env) error {
+			return icebergrest.Register(r, icebergrest.Deps{Store: env.Store, Logger: env.Logger, Metrics: env.Metrics,
+				Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: s.Warehouse}}, Context: s.Context})
 		}
-		return nessie.Register(r, deps)
-	}
-	srv, err := server.New(server.Config{Warehouse: whDir, Mounts: []server.Mount{iceberg, nessieMount}}, slog.New(slog.DiscardHandler), store)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		hs.Close()
-		cancel()
-		if err := store.Close(); err != nil {
-			t.Errorf("close store: %v", err)
+		nessieMount := func(r *mux.Router, env server.Env) error {
+			deps := nessie.Deps{Store: env.Store, Logger: env.Logger}
+			if configure != nil {
+				configure(&deps)
+			}
+			return nessie.Register(r, deps)
 		}
-	})
-	return &testEnv{t: t, url: hs.URL, store: store}
+		return []server.Mount{iceberg, nessieMount}
+	}})
+	return &testEnv{t: t, url: s.URL, store: s.Store}
 }
 
 func (e *testEnv) with(t *testing.T) *testEnv {
