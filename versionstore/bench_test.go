@@ -555,33 +555,8 @@ func BenchmarkCommitThroughput(b *testing.B) {
 	b.Run("committers=64", func(b *testing.B) {
 		const committers = 64
 		s, m := setup(b)
-		ctx := b.Context()
-		// RunParallel starts parallelism*GOMAXPROCS goroutines: exactly 64
-		// when GOMAXPROCS divides 64, as on 1, 2, 4 ... cores. b.Loop has
-		// no parallel form.
-		procs := runtime.GOMAXPROCS(0)
-		b.SetParallelism((committers + procs - 1) / procs)
-		var ids atomic.Int64
-		b.ResetTimer()
-		cpu := startCPU()
-		b.RunParallel(func(pb *testing.PB) {
-			id := ids.Add(1)
-			i := 0
-			for pb.Next() {
-				k := versionstore.ContentKey{"ns0000", fmt.Sprintf("c%d-%08d", id, i)}
-				if _, err := commit(ctx, s, versionstore.DefaultBranch, put(k, tableContent(k, 0, ""))); err != nil {
-					b.Error(err)
-					return
-				}
-				i++
-			}
-		})
-		b.StopTimer()
-		cpu.report(b, b.N)
+		commitInParallel(b, s, committers)
 		m.stop(0)
-		if n := ids.Load(); n != committers {
-			b.Logf("ran %d committers, not %d: GOMAXPROCS=%d does not divide %d", n, committers, procs, committers)
-		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
 		m.report(b)
 	})
@@ -611,6 +586,19 @@ func BenchmarkCommitCPU(b *testing.B) {
 	}
 	m := &writeMeter{s: s, tb: tb}
 	m.start()
+	commitInParallel(b, s, committers)
+	m.stop(0)
+	m.report(b)
+}
+
+// commitInParallel has committers goroutines commit distinct new keys
+// under ns0000 to main until b.N commits are done, with the clock and the
+// CPU meter running only meanwhile.
+func commitInParallel(b *testing.B, s *versionstore.Store, committers int) {
+	ctx := b.Context()
+	// RunParallel starts parallelism*GOMAXPROCS goroutines: exactly
+	// committers when GOMAXPROCS divides it, as on 1, 2, 4 ... cores.
+	// b.Loop has no parallel form.
 	procs := runtime.GOMAXPROCS(0)
 	b.SetParallelism((committers + procs - 1) / procs)
 	var ids atomic.Int64
@@ -630,8 +618,9 @@ func BenchmarkCommitCPU(b *testing.B) {
 	})
 	b.StopTimer()
 	cpu.report(b, b.N)
-	m.stop(0)
-	m.report(b)
+	if n := ids.Load(); int(n) != committers {
+		b.Logf("ran %d committers, not %d: GOMAXPROCS=%d does not divide %d", n, committers, procs, committers)
+	}
 }
 
 // BenchmarkCommitLatency updates one random existing table per commit, one
