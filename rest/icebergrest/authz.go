@@ -26,16 +26,23 @@ func (a *api) authorizeRead(r *http.Request, c *catalog) error {
 	return a.guard.Read(r, c.ref)
 }
 
-// authorizeWrite asks whether the caller may change contents on branch.
-func (a *api) authorizeWrite(r *http.Request, branch string, action policy.Action, contents ...policy.Content) error {
-	if !a.guard.Enabled() {
-		return nil
+// writeBranch returns the branch a write to c goes to, once the write
+// may proceed: c must name a branch (a tag or commit is read-only, 403),
+// and the policy must allow action on contents there. Every write asks
+// here, before it writes anything.
+func (a *api) writeBranch(r *http.Request, c *catalog, action policy.Action, contents ...policy.Content) (string, error) {
+	if c.branch == "" {
+		return "", newError(http.StatusForbidden, typeForbidden, "%s", c.readOnly)
 	}
-	return a.guard.Check(r, policy.Input{
+	if !a.guard.Enabled() {
+		return c.branch, nil
+	}
+	err := a.guard.Check(r, policy.Input{
 		Action:   action,
-		Ref:      policy.Ref{Name: branch, Type: policy.RefBranch},
+		Ref:      policy.Ref{Name: c.branch, Type: policy.RefBranch},
 		Contents: contents,
 	})
+	return c.branch, err
 }
 
 // content describes one key an Iceberg request writes.

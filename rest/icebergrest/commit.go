@@ -121,18 +121,16 @@ func (a *api) commitTransaction(w http.ResponseWriter, r *http.Request) error {
 // builds the reply from the prepared changes before the commit (see
 // commit); that reply is returned.
 func (a *api) commitTables(w http.ResponseWriter, r *http.Request, c *catalog, changes []tableChange, respond func([]*staged) *reply) (*reply, error) {
-	branch, err := c.writable()
-	if err != nil {
-		return nil, err
-	}
-	if a.guard.Enabled() {
-		contents := make([]policy.Content, len(changes))
+	var contents []policy.Content
+	if a.guard.Enabled() { // describing the updates costs a JSON round trip each
+		contents = make([]policy.Content, len(changes))
 		for i, tc := range changes {
 			contents[i] = tableChangeContent(tc)
 		}
-		if err := a.authorizeWrite(r, branch, policy.ActionWriteTable, contents...); err != nil {
-			return nil, err
-		}
+	}
+	branch, err := a.writeBranch(r, c, policy.ActionWriteTable, contents...)
+	if err != nil {
+		return nil, err
 	}
 	ctx := r.Context()
 	opName := "transaction"

@@ -125,11 +125,8 @@ func (a *api) createNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err := versionstore.ContentKey(req.Namespace).Validate(); err != nil {
 		return badRequest("invalid namespace %q: %v", dotted(req.Namespace), err)
 	}
-	branch, err := c.writable()
+	branch, err := a.writeBranch(r, c, policy.ActionCreateNamespace, content(req.Namespace, policy.TypeNamespace, policy.ChangeCreate))
 	if err != nil {
-		return err
-	}
-	if err := a.authorizeWrite(r, branch, policy.ActionCreateNamespace, content(req.Namespace, policy.TypeNamespace, policy.ChangeCreate)); err != nil {
 		return err
 	}
 	ctx := r.Context()
@@ -218,11 +215,8 @@ func (a *api) dropNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	branch, err := c.writable()
+	branch, err := a.writeBranch(r, c, policy.ActionDropNamespace, content(ns, policy.TypeNamespace, policy.ChangeDelete))
 	if err != nil {
-		return err
-	}
-	if err := a.authorizeWrite(r, branch, policy.ActionDropNamespace, content(ns, policy.TypeNamespace, policy.ChangeDelete)); err != nil {
 		return err
 	}
 	ctx := r.Context()
@@ -281,11 +275,8 @@ func (a *api) updateNamespaceProperties(w http.ResponseWriter, r *http.Request) 
 		return newError(http.StatusUnprocessableEntity, typeUnprocessable,
 			"Cannot update and remove the same properties: %v", both)
 	}
-	branch, err := c.writable()
+	branch, err := a.writeBranch(r, c, policy.ActionWriteNamespace, content(ns, policy.TypeNamespace, policy.ChangeUpdate))
 	if err != nil {
-		return err
-	}
-	if err := a.authorizeWrite(r, branch, policy.ActionWriteNamespace, content(ns, policy.TypeNamespace, policy.ChangeUpdate)); err != nil {
 		return err
 	}
 	ctx := r.Context()

@@ -173,11 +173,8 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 	if req.Schema == nil {
 		return badRequest("cannot create table %s: the schema is missing", id)
 	}
-	branch, err := c.writable()
+	branch, err := a.writeBranch(r, c, policy.ActionCreateTable, content(id.key(), policy.TypeTable, policy.ChangeCreate))
 	if err != nil {
-		return err
-	}
-	if err := a.authorizeWrite(r, branch, policy.ActionCreateTable, content(id.key(), policy.TypeTable, policy.ChangeCreate)); err != nil {
 		return err
 	}
 	tableUUID := uuid.New()
@@ -414,11 +411,8 @@ func (a *api) removeTable(w http.ResponseWriter, r *http.Request, purge, unregis
 	if err != nil {
 		return err
 	}
-	branch, err := c.writable()
+	branch, err := a.writeBranch(r, c, policy.ActionDropTable, content(id.key(), policy.TypeTable, policy.ChangeDelete))
 	if err != nil {
-		return err
-	}
-	if err := a.authorizeWrite(r, branch, policy.ActionDropTable, content(id.key(), policy.TypeTable, policy.ChangeDelete)); err != nil {
 		return err
 	}
 	ch := change{op: "drop", message: "iceberg: drop table " + id.String(), props: map[string]string{propTable: id.String()}}
@@ -491,15 +485,12 @@ func (a *api) registerTable(w http.ResponseWriter, r *http.Request) error {
 	if err := id.validate(); err != nil {
 		return err
 	}
-	branch, err := c.writable()
-	if err != nil {
-		return err
-	}
 	registered := content(id.key(), policy.TypeTable, policy.ChangeCreate)
 	if req.Overwrite {
 		registered.Change = policy.ChangeUpdate
 	}
-	if err := a.authorizeWrite(r, branch, policy.ActionCreateTable, registered); err != nil {
+	branch, err := a.writeBranch(r, c, policy.ActionCreateTable, registered)
+	if err != nil {
 		return err
 	}
 	metaLoc, err := c.wh.requireInside("metadata-location", req.MetadataLocation)
@@ -649,15 +640,12 @@ func (a *api) renameEntity(w http.ResponseWriter, r *http.Request, typ versionst
 	if err := dst.validate(); err != nil {
 		return err
 	}
-	branch, err := c.writable()
-	if err != nil {
-		return err
-	}
 	action, ptype := policy.ActionRenameTable, policy.TypeTable
 	if typ == versionstore.IcebergView {
 		action, ptype = policy.ActionRenameView, policy.TypeView
 	}
-	if err := a.authorizeWrite(r, branch, action, content(src.key(), ptype, policy.ChangeDelete), content(dst.key(), ptype, policy.ChangeCreate)); err != nil {
+	branch, err := a.writeBranch(r, c, action, content(src.key(), ptype, policy.ChangeDelete), content(dst.key(), ptype, policy.ChangeCreate))
+	if err != nil {
 		return err
 	}
 	noSuch, clash, op, noun := noSuchTable, tableClash, "rename", "table"

@@ -146,11 +146,8 @@ func (a *api) createView(w http.ResponseWriter, r *http.Request) error {
 	if req.Schema == nil || req.ViewVersion == nil {
 		return badRequest("cannot create view %s: schema and view-version are required", id)
 	}
-	branch, err := c.writable()
+	branch, err := a.writeBranch(r, c, policy.ActionCreateView, content(id.key(), policy.TypeView, policy.ChangeCreate))
 	if err != nil {
-		return err
-	}
-	if err := a.authorizeWrite(r, branch, policy.ActionCreateView, content(id.key(), policy.TypeView, policy.ChangeCreate)); err != nil {
 		return err
 	}
 	viewUUID := uuid.New()
@@ -254,11 +251,8 @@ func (a *api) dropView(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	branch, err := c.writable()
+	branch, err := a.writeBranch(r, c, policy.ActionDropView, content(id.key(), policy.TypeView, policy.ChangeDelete))
 	if err != nil {
-		return err
-	}
-	if err := a.authorizeWrite(r, branch, policy.ActionDropView, content(id.key(), policy.TypeView, policy.ChangeDelete)); err != nil {
 		return err
 	}
 	ctx := r.Context()
@@ -317,11 +311,8 @@ func (a *api) replaceView(w http.ResponseWriter, r *http.Request) error {
 	if req.Identifier != nil && !slices.Equal(req.Identifier.key(), id.key()) {
 		return badRequest("the request body names view %s but the path names %s", *req.Identifier, id)
 	}
-	branch, err := c.writable()
+	branch, err := a.writeBranch(r, c, policy.ActionWriteView, content(id.key(), policy.TypeView, policy.ChangeUpdate))
 	if err != nil {
-		return err
-	}
-	if err := a.authorizeWrite(r, branch, policy.ActionWriteView, content(id.key(), policy.TypeView, policy.ChangeUpdate)); err != nil {
 		return err
 	}
 	ctx := r.Context()
@@ -423,11 +414,8 @@ func (a *api) registerView(w http.ResponseWriter, r *http.Request) error {
 	if err := id.validate(); err != nil {
 		return err
 	}
-	branch, err := c.writable()
+	branch, err := a.writeBranch(r, c, policy.ActionCreateView, content(id.key(), policy.TypeView, policy.ChangeCreate))
 	if err != nil {
-		return err
-	}
-	if err := a.authorizeWrite(r, branch, policy.ActionCreateView, content(id.key(), policy.TypeView, policy.ChangeCreate)); err != nil {
 		return err
 	}
 	metaLoc, err := c.wh.requireInside("metadata-location", req.MetadataLocation)

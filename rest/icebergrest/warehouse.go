@@ -170,14 +170,6 @@ type catalog struct {
 	ref policy.Ref
 }
 
-// writable returns the branch writes go to, or a 403 for a tag or commit.
-func (c *catalog) writable() (string, error) {
-	if c.branch == "" {
-		return "", newError(http.StatusForbidden, typeForbidden, "%s", c.readOnly)
-	}
-	return c.branch, nil
-}
-
 // resolveWarehouse resolves a ?warehouse= value: "" (the default
 // warehouse, main), "lake", "lake@<ref>" or "lake@<hash>".
 func (a *api) resolveWarehouse(ctx context.Context, spec string) (*catalog, error) {
