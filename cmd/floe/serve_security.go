@@ -148,17 +148,12 @@ func principalID(r *http.Request) string {
 	return "anonymous"
 }
 
-func principalOf(r *http.Request) policy.Principal {
-	p, _ := authn.FromContext(r.Context())
-	return p
-}
-
 // guard returns the API's guard, nil when authorization is off.
 func (sec *security) guard(api string) *authorize.Guard {
 	if sec.engine == nil {
 		return nil
 	}
-	return authorize.NewGuard(sec.engine, api, principalOf, func(r *http.Request) string {
+	return authorize.NewGuard(sec.engine, api, authn.PrincipalOf, func(r *http.Request) string {
 		return server.RequestID(r.Context())
 	})
 }

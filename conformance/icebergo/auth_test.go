@@ -44,15 +44,11 @@ func withAuth(t *testing.T) floeOption {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = engine.Close() })
-	principal := func(r *http.Request) policy.Principal {
-		p, _ := authn.FromContext(r.Context())
-		return p
-	}
 	return func(r *mux.Router, d *icebergrest.Deps) {
 		r.Handle("/v1/oauth/tokens", auth.TokenHandler()).Methods(http.MethodPost)
 		d.Authenticate = auth.Middleware
-		d.Guard = authorize.NewGuard(engine, "iceberg", principal, nil)
-		d.Principal = func(r *http.Request) string { return principal(r).ID }
+		d.Guard = authorize.NewGuard(engine, "iceberg", authn.PrincipalOf, nil)
+		d.Principal = func(r *http.Request) string { return authn.PrincipalOf(r).ID }
 	}
 }
 

@@ -292,3 +292,10 @@ func FromContext(ctx context.Context) (policy.Principal, bool) {
 	p, ok := ctx.Value(principalKey{}).(policy.Principal)
 	return p, ok
 }
+
+// PrincipalOf returns the principal Middleware stored in r's context, the
+// zero Principal if none: the form authorize.NewGuard takes.
+func PrincipalOf(r *http.Request) policy.Principal {
+	p, _ := FromContext(r.Context())
+	return p
+}

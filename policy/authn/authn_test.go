@@ -178,6 +178,10 @@ func TestMiddleware(t *testing.T) {
 			http.Error(w, "no principal", http.StatusInternalServerError)
 			return
 		}
+		if got := PrincipalOf(r); got.ID != p.ID {
+			http.Error(w, "PrincipalOf differs from FromContext: "+got.ID, http.StatusInternalServerError)
+			return
+		}
 		io.WriteString(w, p.ID+":"+strings.Join(p.Groups, ","))
 	})
 	srv := httptest.NewServer(a.Middleware(onError)(next))

@@ -52,14 +52,10 @@ func BenchmarkAuthzCommit(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { _ = engine.Close() })
-				principal := func(r *http.Request) policy.Principal {
-					p, _ := authn.FromContext(r.Context())
-					return p
-				}
 				configure = append(configure, func(d *icebergrest.Deps) {
 					d.Authenticate = auth.Middleware
-					d.Guard = authorize.NewGuard(engine, "iceberg", principal, nil)
-					d.Principal = func(r *http.Request) string { return principal(r).ID }
+					d.Guard = authorize.NewGuard(engine, "iceberg", authn.PrincipalOf, nil)
+					d.Principal = func(r *http.Request) string { return authn.PrincipalOf(r).ID }
 				})
 				header = []string{"Authorization", "Bearer " + token}
 			}
@@ -69,37 +65,7 @@ func BenchmarkAuthzCommit(b *testing.B) {
 				Name: "users/bench/w", Type: versionstore.Branch, Target: versionstore.NoAncestor}); err != nil {
 				b.Fatal(err)
 			}
-			const prefix = "/v1/lake@users%2Fbench%2Fw"
-			s.must(b, http.MethodPost, prefix+"/namespaces", []byte(`{"namespace":["bench"]}`), http.StatusOK)
-			uuids := make([]string, clients)
-			for c := range clients {
-				st, err := decodeState(s.must(b, http.MethodPost, prefix+"/namespaces/bench/tables",
-					[]byte(createTableBody(fmt.Sprintf("t%02d", c), "")), http.StatusOK))
-				if err != nil {
-					b.Fatal(err)
-				}
-				uuids[c] = st.Metadata.UUID
-			}
-			commit := func(ctx context.Context, c int, value string) (time.Duration, error) {
-				path := prefix + fmt.Sprintf("/namespaces/bench/tables/t%02d", c)
-				body := setPropertyCommit(uuids[c], value)
-				start := time.Now()
-				status, data, err := s.call(ctx, http.MethodPost, path, body)
-				d := time.Since(start)
-				if err == nil && status != http.StatusOK {
-					err = fmt.Errorf("commit to t%02d: status %d: %.300s", c, status, data)
-				}
-				return d, err
-			}
-			// Fill every table's metadata log first, as BenchmarkTableCommit
-			// does, so both runs commit metadata of the same size.
-			for c := range clients {
-				for i := range metadataLogMax {
-					if _, err := commit(b.Context(), c, "warm-"+strconv.Itoa(i)); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
+			commit, _ := s.tableCommits(b, "/v1/lake@users%2Fbench%2Fw", clients)
 			lat := runClients(b, clients, func(ctx context.Context, c int, i int64) (time.Duration, error) {
 				return commit(ctx, c, strconv.FormatInt(i, 10))
 			})
@@ -143,10 +109,7 @@ func BenchmarkAuthzPerRequest(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer engine.Close()
-			guard := authorize.NewGuard(engine, "iceberg", func(r *http.Request) policy.Principal {
-				p, _ := authn.FromContext(r.Context())
-				return p
-			}, nil)
+			guard := authorize.NewGuard(engine, "iceberg", authn.PrincipalOf, nil)
 			var checkErr error
 			h := auth.Middleware(func(http.ResponseWriter, *http.Request, error) { checkErr = errors.New("not authenticated") })(
 				http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { checkErr = guard.Check(r, in) }))

@@ -349,40 +349,7 @@ func BenchmarkTableCommit(b *testing.B) {
 	for _, clients := range []int{1, 8, 32} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
 			s := startBenchServer(b, clients)
-			s.must(b, http.MethodPost, "/v1/lake/namespaces", []byte(`{"namespace":["bench"]}`), http.StatusOK)
-			uuids := make([]string, clients)
-			for c := range clients {
-				uuids[c] = s.createTable(b, "bench", fmt.Sprintf("t%02d", c)).Metadata.UUID
-			}
-			var replyBytes atomic.Int64
-			commit := func(ctx context.Context, c int, value string) (time.Duration, error) {
-				path := fmt.Sprintf("/v1/lake/namespaces/bench/tables/t%02d", c)
-				body := setPropertyCommit(uuids[c], value)
-				start := time.Now()
-				status, data, err := s.call(ctx, http.MethodPost, path, body)
-				d := time.Since(start)
-				if err == nil && status != http.StatusOK {
-					err = fmt.Errorf("commit to t%02d: status %d: %.300s", c, status, data)
-				}
-				replyBytes.Store(int64(len(data)))
-				return d, err
-			}
-			var warm sync.WaitGroup
-			warmErrs := make([]error, clients)
-			for c := range clients {
-				warm.Go(func() {
-					for i := range metadataLogMax {
-						if _, err := commit(b.Context(), c, "warm-"+strconv.Itoa(i)); err != nil {
-							warmErrs[c] = err
-							return
-						}
-					}
-				})
-			}
-			warm.Wait()
-			if err := errors.Join(warmErrs...); err != nil {
-				b.Fatal(err)
-			}
+			commit, replyBytes := s.tableCommits(b, "/v1/lake", clients)
 			stats := s.store.Stats()
 			commits0, batches0 := stats.Commits.Load(), stats.Batches.Load()
 			lat := runClients(b, clients, func(ctx context.Context, c int, i int64) (time.Duration, error) {
@@ -398,6 +365,54 @@ func BenchmarkTableCommit(b *testing.B) {
 			}
 		})
 	}
+}
+
+// tableCommits creates namespace bench and tables t00, t01, ... (one per
+// client) under prefix ("/v1/lake" or a branch's), gives every table
+// metadataLogMax commits so its metadata-log is full, and returns one
+// client's commit: set-properties with assert-table-uuid on its own
+// table. replyBytes holds the size of the last answer.
+func (s *benchServer) tableCommits(b *testing.B, prefix string, clients int) (commit func(ctx context.Context, c int, value string) (time.Duration, error), replyBytes *atomic.Int64) {
+	b.Helper()
+	s.must(b, http.MethodPost, prefix+"/namespaces", []byte(`{"namespace":["bench"]}`), http.StatusOK)
+	uuids := make([]string, clients)
+	for c := range clients {
+		st, err := decodeState(s.must(b, http.MethodPost, prefix+"/namespaces/bench/tables",
+			[]byte(createTableBody(fmt.Sprintf("t%02d", c), "")), http.StatusOK))
+		if err != nil {
+			b.Fatal(err)
+		}
+		uuids[c] = st.Metadata.UUID
+	}
+	replyBytes = new(atomic.Int64)
+	commit = func(ctx context.Context, c int, value string) (time.Duration, error) {
+		path := prefix + fmt.Sprintf("/namespaces/bench/tables/t%02d", c)
+		start := time.Now()
+		status, data, err := s.call(ctx, http.MethodPost, path, setPropertyCommit(uuids[c], value))
+		d := time.Since(start)
+		if err == nil && status != http.StatusOK {
+			err = fmt.Errorf("commit to t%02d: status %d: %.300s", c, status, data)
+		}
+		replyBytes.Store(int64(len(data)))
+		return d, err
+	}
+	var warm sync.WaitGroup
+	warmErrs := make([]error, clients)
+	for c := range clients {
+		warm.Go(func() {
+			for i := range metadataLogMax {
+				if _, err := commit(b.Context(), c, "warm-"+strconv.Itoa(i)); err != nil {
+					warmErrs[c] = err
+					return
+				}
+			}
+		})
+	}
+	warm.Wait()
+	if err := errors.Join(warmErrs...); err != nil {
+		b.Fatal(err)
+	}
+	return commit, replyBytes
 }
 
 // BenchmarkHotTableAppend has 8 writers (and, for comparison, one) append
