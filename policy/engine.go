@@ -16,7 +16,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/open-policy-agent/opa/v1/download"
 	"github.com/open-policy-agent/opa/v1/keys"
+	opametrics "github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -354,10 +356,42 @@ func prepare(ctx context.Context, b *bundle.Bundle, cacheSize int) (*activeBundl
 		API:       "nessie",
 		Ref:       Ref{Name: "main", Type: RefBranch},
 	}
-	if _, err := a.query.Eval(ctx, rego.EvalParsedInput(probe.astValue())); err != nil {
+	if _, _, err := a.eval(ctx, &probe); err != nil {
 		return nil, fmt.Errorf("probe decision: %w", err)
 	}
 	return a, nil
+}
+
+// noopMetrics spares each evaluation the metrics map rego would create;
+// the engine keeps its own Prometheus figures.
+var noopMetrics = opametrics.NoOp()
+
+// keepTerm hands the result back as OPA's own value, which decodeDecision
+// reads without the conversion to map[string]any.
+func keepTerm(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }
+
+// eval evaluates the decision for in. Cancellation goes through
+// context.AfterFunc rather than the goroutine rego starts per evaluation
+// otherwise; at this size of query that goroutine is a visible share of
+// the cost.
+func (a *activeBundle) eval(ctx context.Context, in *Input) (bool, []string, error) {
+	cancel := topdown.NewCancel()
+	stop := context.AfterFunc(ctx, cancel.Cancel)
+	defer stop()
+	rs, err := a.query.Eval(ctx,
+		rego.EvalParsedInput(in.astValue()),
+		rego.EvalExternalCancel(cancel),
+		rego.EvalMetrics(noopMetrics),
+		rego.EvalGenerateJSON(keepTerm))
+	if err != nil {
+		return false, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		// A cancelled evaluation may stop early with a partial answer.
+		return false, nil, err
+	}
+	allow, reasons := decodeDecision(rs)
+	return allow, reasons, nil
 }
 
 // Reasons the engine adds itself.
@@ -391,14 +425,14 @@ func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 		}
 	}
 	if !cached {
-		rs, err := a.query.Eval(ctx, rego.EvalParsedInput(in.astValue()))
+		var err error
+		d.Allow, d.Reasons, err = a.eval(ctx, &in)
 		if err != nil {
 			e.metrics.latency.Observe(time.Since(start).Seconds())
 			e.metrics.evalError.Inc()
 			return Decision{}, fmt.Errorf("evaluate %s (bundle revision %q, action %s, ref %q): %w",
 				DecisionQuery, a.revision, in.Action, in.Ref.Name, err)
 		}
-		d.Allow, d.Reasons = decodeDecision(rs)
 		if !d.Allow && len(d.Reasons) == 0 {
 			d.Reasons = []string{reasonDenied}
 		}
@@ -439,28 +473,43 @@ func decodeDecision(rs rego.ResultSet) (bool, []string) {
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
 		return false, []string{reasonNoDecision + ": " + DecisionQuery + " is undefined"}
 	}
-	obj, ok := rs[0].Expressions[0].Value.(map[string]any)
+	t, ok := rs[0].Expressions[0].Value.(*ast.Term)
+	if !ok {
+		return false, []string{reasonNoDecision + ": " + DecisionQuery + " gave no value"}
+	}
+	obj, ok := t.Value.(ast.Object)
 	if !ok {
 		return false, []string{reasonNoDecision + ": " + DecisionQuery + " is not an object"}
 	}
-	allow, ok := obj["allow"].(bool)
-	if !ok {
+	var allow bool
+	if at := obj.Get(allowKey); at != nil {
+		b, isBool := at.Value.(ast.Boolean)
+		if !isBool {
+			return false, []string{reasonNoDecision + `: "allow" is not a boolean`}
+		}
+		allow = bool(b)
+	} else {
 		return false, []string{reasonNoDecision + `: "allow" is not a boolean`}
 	}
 	reasons := []string{}
-	switch rv := obj["reasons"].(type) {
-	case nil:
-	case []any:
-		reasons = make([]string, 0, len(rv))
-		for _, r := range rv {
-			s, ok := r.(string)
-			if !ok {
+	if rt := obj.Get(reasonsKey); rt != nil {
+		arr, isArray := rt.Value.(*ast.Array)
+		if !isArray {
+			return false, []string{reasonNoDecision + `: "reasons" is not an array`}
+		}
+		reasons = make([]string, 0, arr.Len())
+		for i := range arr.Len() {
+			s, isString := arr.Elem(i).Value.(ast.String)
+			if !isString {
 				return false, []string{reasonNoDecision + `: "reasons" holds a non-string`}
 			}
-			reasons = append(reasons, s)
+			reasons = append(reasons, string(s))
 		}
-	default:
-		return false, []string{reasonNoDecision + `: "reasons" is not an array`}
 	}
 	return allow, reasons
 }
+
+var (
+	allowKey   = ast.StringTerm("allow")
+	reasonsKey = ast.StringTerm("reasons")
+)

@@ -236,3 +236,44 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestMalformedDecisionsDeny runs policies whose decision is not the
+// documented shape: each denies with a reason that says what is wrong.
+func TestMalformedDecisionsDeny(t *testing.T) {
+	for _, tc := range []struct {
+		name, decision string
+		allow          bool
+		reason         string
+	}{
+		{"undefined", `decision := {"allow": true} if input.action == "never"`, false, "is undefined"},
+		{"not an object", `decision := true`, false, "is not an object"},
+		{"allow missing", `decision := {"reasons": ["x"]}`, false, `"allow" is not a boolean`},
+		{"allow a string", `decision := {"allow": "yes", "reasons": []}`, false, `"allow" is not a boolean`},
+		{"reasons not an array", `decision := {"allow": true, "reasons": "x"}`, false, `"reasons" is not an array`},
+		{"reasons hold a number", `decision := {"allow": true, "reasons": ["x", 1]}`, false, `"reasons" holds a non-string`},
+		{"reasons missing", `decision := {"allow": true}`, true, ""},
+		{"denial without reasons", `decision := {"allow": false, "reasons": []}`, false, reasonDenied},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeBundleDir(t, dir, "r1", "package floe.authz\n\n"+tc.decision+"\n")
+			e := newTestEngine(t, Options{Bundle: dir, DecisionCacheSize: -1})
+			d, err := e.Decide(t.Context(), op(principal("alice"), ActionRead, branchRef("main")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allow != tc.allow {
+				t.Fatalf("allow = %v, want %v (reasons %q)", d.Allow, tc.allow, d.Reasons)
+			}
+			if tc.reason == "" {
+				if len(d.Reasons) != 0 {
+					t.Fatalf("reasons = %q, want none", d.Reasons)
+				}
+				return
+			}
+			if !containsSubstring(d.Reasons, tc.reason) {
+				t.Fatalf("reasons = %q, want one containing %q", d.Reasons, tc.reason)
+			}
+		})
+	}
+}
