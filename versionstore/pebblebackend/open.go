@@ -27,7 +27,7 @@ func Open(dir string, opts Options) (*Backend, error) {
 	// The database takes its own reference to the cache.
 	defer cache.Unref()
 
-	db, err := pebble.Open(dir, &pebble.Options{
+	popts := &pebble.Options{
 		FS:                 opts.FS,
 		Cache:              cache,
 		FormatMajorVersion: pebble.FormatNewest,
@@ -37,7 +37,13 @@ func Open(dir string, opts Options) (*Backend, error) {
 		// memtable means fewer, larger flushes and much less compaction
 		// per commit than the 4 MiB default.
 		MemTableSize: memTableSize,
-	})
+	}
+	// Objects are mostly SHA-256 hashes, which do not compress: Snappy
+	// saved 2.5% of the table bytes of 64,000 commits but cost about 8% of
+	// the CPU of each commit in flushes and compactions. Tables written
+	// with compression by earlier versions stay readable.
+	popts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
+	db, err := pebble.Open(dir, popts)
 	if err != nil {
 		return nil, fmt.Errorf("pebblebackend: open %s: %w", dir, err)
 	}
