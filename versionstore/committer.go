@@ -266,6 +266,7 @@ func (p *preparedRound) batch() backend.Batch {
 // before done closes, so the objects are cached before the next round
 // stops looking for them in this round's overlay.
 func (p *preparedRound) start() {
+	p.seal()
 	p.done = make(chan struct{})
 	go func() {
 		p.err = p.s.be.Apply(context.Background(), p.batch())

@@ -9,6 +9,11 @@
 // the keys it holds. Equal key sets therefore give equal trees, updates write
 // O(k log n) nodes and diffs skip equal subtrees.
 //
+// A group-commit round persists the tree of its last commit only; the trees
+// of the commits before it in the round are rebuilt from their operations
+// when read after they have left memory (intermediate.go). A persisted
+// node's whole subtree is always persisted.
+//
 // The store owns the commit rule (per-key optimistic concurrency with
 // automatic rebase), group commit (concurrent commits to one branch are
 // applied in order in memory and made durable in one batch), merge base,

@@ -196,7 +196,7 @@ func (t *refTxn) merge(ctx context.Context, req MergeRequest, modes mergeModes) 
 	if _, err := t.checkExpected(ctx, req.ExpectedTarget); err != nil {
 		return nil, err
 	}
-	head, err := t.ov.commit(ctx, ref.Head)
+	head, err := t.loadHead(ctx, ref.Head)
 	if err != nil {
 		return nil, err
 	}
@@ -217,8 +217,12 @@ func (t *refTxn) merge(ctx context.Context, req MergeRequest, modes mergeModes) 
 	if err != nil {
 		return nil, err
 	}
+	trees, err := t.s.bothTrees(ctx, baseCommit, from, t.ov)
+	if err != nil {
+		return nil, err
+	}
 	var changes []keyChange
-	err = diffTrees(ctx, t.ov, baseCommit.Tree, from.Tree, nil, nil, func(k []byte, bv Hash, bok bool, sv Hash, sok bool) bool {
+	err = diffTrees(ctx, trees, baseCommit.Tree, from.Tree, nil, nil, func(k []byte, bv Hash, bok bool, sv Hash, sok bool) bool {
 		changes = append(changes, keyChange{key: bytes.Clone(k), base: bv, baseOK: bok, source: sv, sourceOK: sok})
 		return true
 	})
@@ -384,7 +388,7 @@ func (t *refTxn) transplant(ctx context.Context, req TransplantRequest, modes me
 	if _, err := t.checkExpected(ctx, req.ExpectedTarget); err != nil {
 		return nil, err
 	}
-	head, err := t.ov.commit(ctx, ref.Head)
+	head, err := t.loadHead(ctx, ref.Head)
 	if err != nil {
 		return nil, err
 	}
@@ -401,12 +405,16 @@ func (t *refTxn) transplant(ctx context.Context, req TransplantRequest, modes me
 		if err != nil {
 			return nil, err
 		}
+		parentTree, err := t.s.treeSource(ctx, parent, t.ov)
+		if err != nil {
+			return nil, err
+		}
 		// The source commit's own change of each key: from its value at
 		// the source's parent to the value the commit wrote.
 		changes := make([]keyChange, 0, len(src.Operations))
 		for _, op := range src.Operations {
 			k := op.Key.Encode()
-			pv, pok, err := lookup(ctx, t.ov, parent.Tree, k)
+			pv, pok, err := lookup(ctx, parentTree, parent.Tree, k)
 			if err != nil {
 				return nil, err
 			}
@@ -466,13 +474,17 @@ func (t *refTxn) runCheck(ctx context.Context, check WriteCheck, at Hash, ops []
 	if err != nil {
 		return err
 	}
+	tree, err := t.s.treeSource(ctx, c, t.ov)
+	if err != nil {
+		return err
+	}
 	last := make(map[string]int, len(ops))
 	var changes []CheckedChange
 	for _, op := range ops {
 		k := op.Key.Encode()
 		i, seen := last[string(k)]
 		if !seen {
-			before, err := t.contentAt(ctx, c.Tree, k)
+			before, err := t.contentAt(ctx, tree, c.Tree, k)
 			if err != nil {
 				return err
 			}
@@ -492,9 +504,9 @@ func (t *refTxn) runCheck(ctx context.Context, check WriteCheck, at Hash, ops []
 	return check(ctx, changes)
 }
 
-// contentAt is the content of key in tree, nil when absent.
-func (t *refTxn) contentAt(ctx context.Context, tree Hash, key []byte) (*Content, error) {
-	v, ok, err := lookup(ctx, t.ov, tree, key)
+// contentAt is the content of key in the tree at root, nil when absent.
+func (t *refTxn) contentAt(ctx context.Context, src nodeSource, root Hash, key []byte) (*Content, error) {
+	v, ok, err := lookup(ctx, src, root, key)
 	if err != nil || !ok {
 		return nil, err
 	}

@@ -93,6 +93,10 @@ type overlay struct {
 	parent *overlay
 	objs   map[Hash]pendingObject
 	order  []Hash
+	// Set by seal when the round is about to be written: the nodes its
+	// batch persists. Later rounds only read them.
+	kept   map[Hash]bool
+	sealed bool
 }
 
 type pendingObject struct {
@@ -101,7 +105,13 @@ type pendingObject struct {
 }
 
 func newOverlay(s *Store, parent *overlay) *overlay {
-	return &overlay{store: s, parent: parent, objs: map[Hash]pendingObject{}}
+	// A round is usually about as large as the one before it; sizing the
+	// map for that spares the committer its growth.
+	size := 0
+	if parent != nil {
+		size = len(parent.order)
+	}
+	return &overlay{store: s, parent: parent, objs: make(map[Hash]pendingObject, size), order: make([]Hash, 0, size)}
 }
 
 func (o *overlay) find(h Hash) (any, bool) {
@@ -117,10 +127,21 @@ func (o *overlay) put(data []byte, val any) Hash { return o.putEncoded(data, has
 
 // putEncoded is put for an object whose hash h is already known.
 func (o *overlay) putEncoded(data []byte, h Hash, val any) Hash {
-	if _, ok := o.find(h); !ok {
-		o.objs[h] = pendingObject{data: data, val: val}
-		o.order = append(o.order, h)
+	if _, ok := o.objs[h]; ok {
+		return h
 	}
+	for x := o.parent; x != nil; x = x.parent {
+		if p, ok := x.objs[h]; ok {
+			if _, isNode := p.val.(*node); !isNode || x.kept[h] {
+				return h
+			}
+			// A node of a round in flight that it does not persist: this
+			// round persists it if its own last tree keeps it.
+			break
+		}
+	}
+	o.objs[h] = pendingObject{data: data, val: val}
+	o.order = append(o.order, h)
 	return h
 }
 
@@ -184,17 +205,25 @@ func (o *overlay) rollback(m int) {
 func (o *overlay) objects() []backend.Object {
 	out := make([]backend.Object, 0, len(o.order))
 	for _, h := range o.order {
-		out = append(out, backend.Object{ID: h, Data: o.objs[h].data})
+		p := o.objs[h]
+		if _, isNode := p.val.(*node); isNode && o.sealed && !o.kept[h] {
+			continue // a node of an intermediate tree only
+		}
+		out = append(out, backend.Object{ID: h, Data: p.data})
 	}
 	return out
 }
 
 // publish adds the now durable objects to the cache.
 func (o *overlay) publish() {
-	entries := make([]cacheEntry, len(o.order))
-	for i, h := range o.order {
+	entries := make([]cacheEntry, 0, len(o.order))
+	for _, h := range o.order {
 		p := o.objs[h]
-		entries[i] = cacheEntry{hash: h, val: p.val, size: int64(footprint(p.val, len(p.data)))}
+		if _, isNode := p.val.(*node); isNode && o.sealed && !o.kept[h] {
+			continue // read through the tree registry; see registerUnpersisted
+		}
+		entries = append(entries, cacheEntry{hash: h, val: p.val, size: int64(footprint(p.val, len(p.data)))})
 	}
 	o.store.cache.addAll(entries)
+	o.registerUnpersisted()
 }

@@ -192,17 +192,23 @@ func (t *refTxn) commit(ctx context.Context, req CommitRequest, puts []preparedP
 	if err != nil {
 		return nil, err
 	}
-	headCommit, err := t.ov.commit(ctx, ref.Head)
+	headCommit, err := t.loadHead(ctx, ref.Head)
 	if err != nil {
 		return nil, err
 	}
-	var expectedTree Hash
+	var (
+		expectedTree Hash
+		expectedSrc  nodeSource
+	)
 	if moved {
 		ec, err := t.ov.commit(ctx, req.Expected)
 		if err != nil {
 			return nil, err
 		}
 		expectedTree = ec.Tree
+		if expectedSrc, err = t.s.treeSource(ctx, ec, t.ov); err != nil {
+			return nil, err
+		}
 	}
 	var (
 		conflicts []Conflict
@@ -217,7 +223,7 @@ func (t *refTxn) commit(ctx context.Context, req CommitRequest, puts []preparedP
 			return nil, err
 		}
 		if moved {
-			ev, eok, err := lookup(ctx, t.ov, expectedTree, k)
+			ev, eok, err := lookup(ctx, expectedSrc, expectedTree, k)
 			if err != nil {
 				return nil, err
 			}

@@ -159,11 +159,15 @@ func (s *Store) Entries(ctx context.Context, at Hash, opts EntriesOptions) ([]En
 	if err != nil {
 		return nil, "", err
 	}
+	src, err := s.treeSource(ctx, c, s)
+	if err != nil {
+		return nil, "", err
+	}
 	limit := pageLimit(opts.Limit)
 	var out []Entry
 	var token string
 	var ferr error
-	err = scanRange(ctx, s, c.Tree, lo, hi, func(k []byte, v Hash) bool {
+	err = scanRange(ctx, src, c.Tree, lo, hi, func(k []byte, v Hash) bool {
 		if len(out) == limit {
 			token = hex.EncodeToString(out[len(out)-1].Key.Encode())
 			return false
@@ -224,11 +228,15 @@ func (s *Store) Diff(ctx context.Context, from, to Hash, opts DiffOptions) ([]Di
 	if err != nil {
 		return nil, "", err
 	}
+	src, err := s.bothTrees(ctx, fc, tc, s)
+	if err != nil {
+		return nil, "", err
+	}
 	limit := pageLimit(opts.Limit)
 	var out []DiffEntry
 	var token string
 	var ferr error
-	err = diffTrees(ctx, s, fc.Tree, tc.Tree, lo, hi, func(k []byte, fv Hash, fok bool, tv Hash, tok bool) bool {
+	err = diffTrees(ctx, src, fc.Tree, tc.Tree, lo, hi, func(k []byte, fv Hash, fok bool, tv Hash, tok bool) bool {
 		if len(out) == limit {
 			token = hex.EncodeToString(out[len(out)-1].Key.Encode())
 			return false

@@ -35,6 +35,7 @@ type Store struct {
 	logger   *slog.Logger
 	now      func() time.Time
 	cache    *objectCache
+	trees    *treeRegistry // unpersisted intermediate trees; see intermediate.go
 	refs     *refMirror
 	maxGroup int
 
@@ -54,6 +55,7 @@ type Stats struct {
 	Conflicts      atomic.Uint64 // writes refused with a ConflictError
 	Rebases        atomic.Uint64 // commits applied onto a head that moved since their expected hash
 	BackendRetries atomic.Uint64 // batches retried after the backend saw a concurrent ref change
+	TreesRebuilt   atomic.Uint64 // intermediate trees rebuilt from their commits (see intermediate.go)
 }
 
 // Open opens a store over be, creating the default branch on first use.
@@ -76,6 +78,7 @@ func Open(ctx context.Context, be backend.Backend, opts Options) (*Store, error)
 		logger:   opts.Logger,
 		now:      func() time.Time { return opts.Now().UTC().Truncate(time.Microsecond) },
 		cache:    newObjectCache(opts.CacheBytes),
+		trees:    newTreeRegistry(),
 		maxGroup: opts.MaxGroup,
 		queues:   map[string]*refQueue{},
 	}
@@ -181,7 +184,11 @@ func (s *Store) GetContent(ctx context.Context, at Hash, key ContentKey) (*Conte
 	if err != nil {
 		return nil, err
 	}
-	v, ok, err := lookup(ctx, s, c.Tree, key.Encode())
+	src, err := s.treeSource(ctx, c, s)
+	if err != nil {
+		return nil, err
+	}
+	v, ok, err := lookup(ctx, src, c.Tree, key.Encode())
 	if err != nil {
 		return nil, err
 	}
@@ -202,12 +209,16 @@ func (s *Store) GetContents(ctx context.Context, at Hash, keys []ContentKey) (ma
 	if err != nil {
 		return nil, err
 	}
+	src, err := s.treeSource(ctx, c, s)
+	if err != nil {
+		return nil, err
+	}
 	out := make(map[string]*Content, len(keys))
 	for _, k := range keys {
 		if err := k.Validate(); err != nil {
 			return nil, err
 		}
-		v, ok, err := lookup(ctx, s, c.Tree, k.Encode())
+		v, ok, err := lookup(ctx, src, c.Tree, k.Encode())
 		if err != nil {
 			return nil, err
 		}
