@@ -3,10 +3,13 @@ package server
 import (
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/floe-catalog/floe/versionstore"
 )
 
 // httpMetrics are the request metrics every API gets. Labels are bounded:
@@ -54,4 +57,27 @@ func methodLabel(method string) string {
 		return method
 	}
 	return "other"
+}
+
+// registerStoreMetrics exports the version store's counters, read when
+// scraped.
+func registerStoreMetrics(reg prometheus.Registerer, st *versionstore.Stats) error {
+	for _, c := range []struct {
+		name, help string
+		v          *atomic.Uint64
+	}{
+		{"floe_versionstore_commits_total", "Commits made durable (merges and transplants included).", &st.Commits},
+		{"floe_versionstore_batches_total", "Durable batches written; commits per batch is the group-commit factor.", &st.Batches},
+		{"floe_versionstore_conflicts_total", "Writes refused with a conflict.", &st.Conflicts},
+		{"floe_versionstore_rebases_total", "Commits applied onto a head that moved since their expected hash.", &st.Rebases},
+		{"floe_versionstore_backend_retries_total", "Batches redone after the backend saw a concurrent reference change.", &st.BackendRetries},
+		{"floe_versionstore_trees_rebuilt_total", "Trees of commits that were not the last of their group-commit round, rebuilt from their operations on read.", &st.TreesRebuilt},
+	} {
+		v := c.v
+		if err := reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help},
+			func() float64 { return float64(v.Load()) })); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -65,6 +65,9 @@ func New(cfg Config, logger *slog.Logger, store *versionstore.Store) (*Server, e
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
+	if err := registerStoreMetrics(registry, store.Stats()); err != nil {
+		return nil, fmt.Errorf("registering version store metrics: %w", err)
+	}
 	s := &Server{
 		cfg:     cfg,
 		logger:  logger,

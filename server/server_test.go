@@ -233,6 +233,9 @@ func TestMetricsUseRouteTemplates(t *testing.T) {
 		`floe_http_request_duration_seconds_bucket{route="/v1/things/{id}",le="+Inf"} 2`,
 		"go_goroutines ",
 		"process_start_time_seconds ",
+		"floe_versionstore_commits_total ",
+		"floe_versionstore_batches_total ",
+		"floe_versionstore_trees_rebuilt_total 0",
 	} {
 		if !strings.Contains(r.body, want) {
 			t.Errorf("/metrics lacks %q", want)
