@@ -754,6 +754,59 @@ func BenchmarkDiff1M(b *testing.B) {
 	}
 }
 
+// BenchmarkRebuild1M is the first read of a commit whose tree was not
+// persisted, after a restart: the tree is rebuilt by replaying the commits
+// between it and the end of its group-commit round onto the round's
+// persisted tree, in the 1M-key catalog. 64 committers released at once
+// make large rounds; the benchmark rebuilds the tree of the first commit
+// of the largest.
+func BenchmarkRebuild1M(b *testing.B) {
+	s, _, base := big(b)
+	ctx := b.Context()
+	branch := branchFrom(b, s, "rebuild", base)
+	ops := updates(b, s, base, randomTables(rand.New(rand.NewPCG(7, 8)), 64), 2)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for _, op := range ops {
+		wg.Go(func() {
+			<-start
+			if _, err := s.Commit(ctx, versionstore.CommitRequest{Branch: branch, Expected: base, Committer: "bench",
+				Operations: []versionstore.Operation{op}}); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	history, _, err := s.Log(ctx, headOf(b, s, branch), versionstore.LogOptions{Until: base})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Rebuild the tree with the longest replay: the first commit of the
+	// largest round.
+	var target versionstore.Hash
+	longest := 0
+	for _, c := range history {
+		n, err := versionstore.RebuildTree(ctx, s, c.Hash)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n > longest {
+			target, longest = c.Hash, n
+		}
+	}
+	if longest == 0 {
+		b.Skip("the 64 commits made no round of two: every tree was persisted")
+	}
+	replayed := 0
+	for b.Loop() {
+		if replayed, err = versionstore.RebuildTree(ctx, s, target); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(replayed), "commits-replayed")
+}
+
 // BenchmarkMerge1M merges a branch that updated 100 random tables into a
 // branch of the 1M-key catalog that moved on meanwhile (one other table
 // committed), so each merge finds a real merge base and writes a

@@ -260,21 +260,31 @@ func (s *Store) rebuild(ctx context.Context, c *Commit, src objectSource) (*node
 			mem.made[h] = n
 		}
 	}
-	root := x.Tree
-	roots := make([]Hash, 0, len(chain))
+	// One edit with every key's last change since x gives c's tree, the
+	// tree of a key set being independent of how it was built; that is
+	// far cheaper than one edit per replayed commit.
+	last := make(map[string]int)
+	var muts []mutation
 	for i := len(chain) - 1; i >= 0; i-- {
-		cc := chain[i]
-		muts := opsToMutations(cc.Operations)
-		next, err := editTree(ctx, mem, root, muts)
-		if err != nil {
-			return nil, fmt.Errorf("rebuild tree of commit %s: %w", cc.Hash, err)
+		for _, m := range opsToMutations(chain[i].Operations) {
+			if j, seen := last[string(m.key)]; seen {
+				muts[j] = m
+				continue
+			}
+			last[string(m.key)] = len(muts)
+			muts = append(muts, m)
 		}
-		if next != cc.Tree {
-			return nil, fmt.Errorf("%w: commit %s: its operations on its parent's tree give tree %s, not %s", ErrCorrupt, cc.Hash, next, cc.Tree)
-		}
-		root = next
-		roots = append(roots, next)
 	}
+	slices.SortFunc(muts, func(a, b mutation) int { return bytes.Compare(a.key, b.key) })
+	root, err := editTree(ctx, mem, x.Tree, muts)
+	if err != nil {
+		return nil, fmt.Errorf("rebuild tree of commit %s: %w", c.Hash, err)
+	}
+	if root != c.Tree {
+		return nil, fmt.Errorf("%w: commit %s: the operations of the %d commits since tree %s give tree %s, not its tree %s",
+			ErrCorrupt, c.Hash, len(chain), x.Tree, root, c.Tree)
+	}
+	roots := []Hash{c.Tree}
 	set := &nodeSet{nodes: mem.made}
 	s.trees.register(roots, set)
 	s.stats.TreesRebuilt.Add(1)
