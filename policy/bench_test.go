@@ -49,8 +49,8 @@ func BenchmarkDecide(b *testing.B) {
 			}
 			b.StopTimer()
 			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-us")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-us")
 		})
 	}
 }
@@ -91,8 +91,8 @@ func BenchmarkDecidePaced(b *testing.B) {
 					next = next.Add(interval)
 				}
 				slices.Sort(lat)
-				b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
-				b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+				b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-us")
+				b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-us")
 			})
 		}
 	}
