@@ -16,7 +16,7 @@ func TreePersisted(ctx context.Context, s *Store, h Hash) (bool, error) {
 // RebuildTree rebuilds the tree of commit h from scratch, as a read after a
 // restart does, and returns how many commits it replayed.
 func RebuildTree(ctx context.Context, s *Store, h Hash) (replayed int, err error) {
-	s.trees = newTreeRegistry() // forget earlier rebuilds
+	s.trees.forget() // earlier rebuilds
 	c, err := s.commit(ctx, h)
 	if err != nil {
 		return 0, err
@@ -33,9 +33,17 @@ func RebuildTree(ctx context.Context, s *Store, h Hash) (replayed int, err error
 			return 0, err
 		}
 	}
-	s.trees = newTreeRegistry()
+	s.trees.forget()
 	if _, err := s.rebuild(ctx, c, s); err != nil {
 		return 0, err
 	}
 	return replayed, nil
+}
+
+// forget drops every registered tree and persisted root.
+func (r *treeRegistry) forget() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byRoot, r.fifo, r.nodes = map[Hash]registration{}, nil, 0
+	r.persisted, r.pfifo = map[Hash]struct{}{}, nil
 }
