@@ -161,31 +161,33 @@ func (s *Store) persisted(ctx context.Context, root Hash) (bool, error) {
 // treeSource returns a source from which every node of c's tree can be
 // read, reading persisted nodes through src.
 func (s *Store) treeSource(ctx context.Context, c *Commit, src objectSource) (nodeSource, error) {
-	if c.Tree == emptyTree {
-		return src, nil
-	}
-	if o, ok := src.(*overlay); ok {
-		if _, found := o.find(c.Tree); found {
-			// Made by a round in memory, whose overlays hold every node
-			// it made.
-			return src, nil
-		}
-	}
-	if set := s.trees.lookup(c.Tree); set != nil {
-		return setSource{set: set, next: src}, nil
-	}
-	ok, err := s.persisted(ctx, c.Tree)
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		return src, nil
+	if r, ok, err := s.readable(ctx, c.Tree, src); ok || err != nil {
+		return r, err
 	}
 	set, err := s.rebuild(ctx, c, src)
 	if err != nil {
 		return nil, err
 	}
 	return setSource{set: set, next: src}, nil
+}
+
+// readable returns a source for the tree at root, if it can be read
+// without a rebuild: it is empty, made by a round in memory (whose
+// overlays hold every node it made), registered, or persisted.
+func (s *Store) readable(ctx context.Context, root Hash, src objectSource) (nodeSource, bool, error) {
+	if o, ok := src.(*overlay); ok {
+		if _, found := o.find(root); found {
+			return src, true, nil
+		}
+	}
+	if set := s.trees.lookup(root); set != nil {
+		return setSource{set: set, next: src}, true, nil
+	}
+	ok, err := s.persisted(ctx, root)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return src, true, nil
 }
 
 // bothTrees is treeSource for two commits' trees at once, for diffs.
@@ -209,33 +211,19 @@ func (s *Store) bothTrees(ctx context.Context, a, b *Commit, src objectSource) (
 }
 
 // rebuild recomputes c's tree from the nearest first-parent ancestor whose
-// tree is readable, checking every replayed commit's tree hash, and
-// registers the nodes it made.
+// tree is readable, checks it against c's tree hash, and registers the
+// nodes it made.
 func (s *Store) rebuild(ctx context.Context, c *Commit, src objectSource) (*nodeSet, error) {
 	var chain []*Commit
 	x := c
 	var base nodeSource
 	for {
-		if x.Tree == emptyTree {
-			base = src
-			break
-		}
-		if o, ok := src.(*overlay); ok {
-			if _, found := o.find(x.Tree); found {
-				base = src
-				break
-			}
-		}
-		if set := s.trees.lookup(x.Tree); set != nil {
-			base = setSource{set: set, next: src}
-			break
-		}
-		ok, err := s.persisted(ctx, x.Tree)
+		r, ok, err := s.readable(ctx, x.Tree, src)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			base = src
+			base = r
 			break
 		}
 		if len(chain) == maxRebuild {
@@ -291,19 +279,13 @@ func (s *Store) rebuild(ctx context.Context, c *Commit, src objectSource) (*node
 	return set, nil
 }
 
-// opsToMutations turns a commit's stored operations into the tree edit
-// that made its tree, as refTxn.applyOps does.
+// opsToMutations turns stored operations (puts and deletes) into the tree
+// edit they make, in the same order.
 func opsToMutations(ops []CommitOp) []mutation {
-	muts := make([]mutation, 0, len(ops))
-	for _, op := range ops {
-		switch op.Kind {
-		case OpPut:
-			muts = append(muts, mutation{key: op.Key.Encode(), value: op.Value})
-		case OpDelete:
-			muts = append(muts, mutation{key: op.Key.Encode(), del: true})
-		}
+	muts := make([]mutation, len(ops))
+	for i, op := range ops {
+		muts[i] = mutation{key: op.Key.Encode(), value: op.Value, del: op.Kind == OpDelete}
 	}
-	slices.SortFunc(muts, func(a, b mutation) int { return bytes.Compare(a.key, b.key) })
 	return muts
 }
 
@@ -353,7 +335,7 @@ func (t *refTxn) adopt(ctx context.Context, c *Commit) error {
 		return nil
 	}
 	var set *nodeSet
-	if _, kept, found := o.ancestorNode(c.Tree); found {
+	if _, kept, found := o.inFlight(c.Tree); found {
 		if kept {
 			return nil
 		}
@@ -379,11 +361,11 @@ func (t *refTxn) adopt(ctx context.Context, c *Commit) error {
 			continue
 		}
 		var n *node
-		if an, kept, found := o.ancestorNode(h); found {
+		if p, kept, found := o.inFlight(h); found {
 			if kept {
 				continue
 			}
-			n = an
+			n, _ = p.val.(*node)
 		} else if set != nil {
 			n = set.nodes[h]
 		}
@@ -398,19 +380,26 @@ func (t *refTxn) adopt(ctx context.Context, c *Commit) error {
 	return nil
 }
 
-// ancestorNode finds h among the nodes of the rounds in flight below this
+// inFlight finds h among the objects of the rounds in flight below this
 // one and says whether that round persists it.
-func (o *overlay) ancestorNode(h Hash) (n *node, kept, found bool) {
+func (o *overlay) inFlight(h Hash) (p pendingObject, kept, found bool) {
 	for x := o.parent; x != nil; x = x.parent {
 		if p, ok := x.objs[h]; ok {
-			n, isNode := p.val.(*node)
-			if !isNode {
-				return nil, false, false
-			}
-			return n, x.kept[h], true
+			return p, !x.unpersisted(h, p), true
 		}
 	}
-	return nil, false, false
+	return pendingObject{}, false, false
+}
+
+// unpersisted reports whether the round leaves h out of its batch: a node
+// of an intermediate tree only. Before seal, nothing is left out.
+func (o *overlay) unpersisted(h Hash, p pendingObject) bool {
+	return o.sealed && isNode(p) && !o.kept[h]
+}
+
+func isNode(p pendingObject) bool {
+	_, ok := p.val.(*node)
+	return ok
 }
 
 // seal decides, before the round is written, which of its nodes the batch
@@ -472,8 +461,8 @@ func (o *overlay) registerUnpersisted() {
 		if set == nil {
 			set = &nodeSet{nodes: make(map[Hash]*node, len(o.order))}
 			for _, nh := range o.order {
-				if n, ok := o.objs[nh].val.(*node); ok && !o.kept[nh] {
-					set.nodes[nh] = n
+				if p := o.objs[nh]; o.unpersisted(nh, p) {
+					set.nodes[nh] = p.val.(*node)
 				}
 			}
 		}

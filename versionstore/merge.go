@@ -320,11 +320,7 @@ func (t *refTxn) resolveChanges(ctx context.Context, targetTree Hash, changes []
 
 // applyOps writes ops onto head as a new commit, after checking namespaces.
 func (t *refTxn) applyOps(ctx context.Context, head *Commit, ops []CommitOp, meta CommitMeta, committer, message string, extraParents ...Hash) (*Commit, error) {
-	muts := make([]mutation, len(ops))
-	for i, op := range ops {
-		muts[i] = mutation{key: op.Key.Encode(), value: op.Value, del: op.Kind == OpDelete}
-	}
-	tree, err := editTree(ctx, t.ov, head.Tree, muts)
+	tree, err := editTree(ctx, t.ov, head.Tree, opsToMutations(ops))
 	if err != nil {
 		return nil, err
 	}

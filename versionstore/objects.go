@@ -130,15 +130,10 @@ func (o *overlay) putEncoded(data []byte, h Hash, val any) Hash {
 	if _, ok := o.objs[h]; ok {
 		return h
 	}
-	for x := o.parent; x != nil; x = x.parent {
-		if p, ok := x.objs[h]; ok {
-			if _, isNode := p.val.(*node); !isNode || x.kept[h] {
-				return h
-			}
-			// A node of a round in flight that it does not persist: this
-			// round persists it if its own last tree keeps it.
-			break
-		}
+	// A node a round in flight made but does not persist is taken into
+	// this round, which persists it if its own last tree keeps it.
+	if _, kept, found := o.inFlight(h); found && kept {
+		return h
 	}
 	o.objs[h] = pendingObject{data: data, val: val}
 	o.order = append(o.order, h)
@@ -206,7 +201,7 @@ func (o *overlay) objects() []backend.Object {
 	out := make([]backend.Object, 0, len(o.order))
 	for _, h := range o.order {
 		p := o.objs[h]
-		if _, isNode := p.val.(*node); isNode && o.sealed && !o.kept[h] {
+		if o.unpersisted(h, p) {
 			continue // a node of an intermediate tree only
 		}
 		out = append(out, backend.Object{ID: h, Data: p.data})
@@ -219,7 +214,7 @@ func (o *overlay) publish() {
 	entries := make([]cacheEntry, 0, len(o.order))
 	for _, h := range o.order {
 		p := o.objs[h]
-		if _, isNode := p.val.(*node); isNode && o.sealed && !o.kept[h] {
+		if o.unpersisted(h, p) {
 			continue // read through the tree registry; see registerUnpersisted
 		}
 		entries = append(entries, cacheEntry{hash: h, val: p.val, size: int64(footprint(p.val, len(p.data)))})
