@@ -48,9 +48,7 @@ func BenchmarkDecide(b *testing.B) {
 				lat = append(lat, time.Since(start))
 			}
 			b.StopTimer()
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-us")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-us")
+			reportPercentiles(b, lat)
 		})
 	}
 }
@@ -90,12 +88,18 @@ func BenchmarkDecidePaced(b *testing.B) {
 					lat = append(lat, time.Since(start))
 					next = next.Add(interval)
 				}
-				slices.Sort(lat)
-				b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-us")
-				b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-us")
+				reportPercentiles(b, lat)
 			})
 		}
 	}
+}
+
+// reportPercentiles reports the median and 99th percentile of lat, in
+// microseconds.
+func reportPercentiles(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-us")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-us")
 }
 
 // BenchmarkInputConversion compares the hand-built input value with OPA's

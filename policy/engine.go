@@ -481,14 +481,12 @@ func decodeDecision(rs rego.ResultSet) (bool, []string) {
 	if !ok {
 		return false, []string{reasonNoDecision + ": " + DecisionQuery + " is not an object"}
 	}
-	var allow bool
+	var allow ast.Boolean
+	ok = false // a missing "allow" is as bad as a non-boolean one
 	if at := obj.Get(allowKey); at != nil {
-		b, isBool := at.Value.(ast.Boolean)
-		if !isBool {
-			return false, []string{reasonNoDecision + `: "allow" is not a boolean`}
-		}
-		allow = bool(b)
-	} else {
+		allow, ok = at.Value.(ast.Boolean)
+	}
+	if !ok {
 		return false, []string{reasonNoDecision + `: "allow" is not a boolean`}
 	}
 	reasons := []string{}
@@ -506,7 +504,7 @@ func decodeDecision(rs rego.ResultSet) (bool, []string) {
 			reasons = append(reasons, string(s))
 		}
 	}
-	return allow, reasons
+	return bool(allow), reasons
 }
 
 var (
