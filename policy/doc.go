@@ -7,7 +7,9 @@
 // signatures when given a key; writes a JSON decision log; and exports
 // Prometheus metrics. policy/README.md documents the input document, the
 // decision, the default policy and the bundle protocol. Authentication
-// (turning a token into a Principal) lives in policy/authn.
+// (turning a token into a Principal) lives in policy/authn. Decisions run
+// on the bundle's compiled plan (policy/planeval) when it agrees with
+// OPA's topdown evaluator, on topdown otherwise (planned.go).
 //
 // Input carries no credentials by design: principals arrive already
 // authenticated, so neither policies nor decision logs ever see a token.

@@ -49,8 +49,26 @@ func withContents(in Input, keys ...[]string) Input {
 	return in
 }
 
+// evaluators are the settings of Options.Evaluator that tests of decisions
+// run under, with the evaluator each must end up using.
+var evaluators = []struct{ option, want string }{
+	{EvaluatorAuto, evaluatorPlan},
+	{EvaluatorTopdown, evaluatorTopdown},
+}
+
 func TestDecideDefaultBundle(t *testing.T) {
-	e := newTestEngine(t, Options{})
+	for _, ev := range evaluators {
+		t.Run(ev.option, func(t *testing.T) {
+			e := newTestEngine(t, Options{Evaluator: ev.option, DecisionCacheSize: -1})
+			if got := e.active.Load().evaluator; got != ev.want {
+				t.Fatalf("evaluator %q, want %q (%s)", got, ev.want, e.active.Load().topdownWhy)
+			}
+			testDecideDefaultBundle(t, e)
+		})
+	}
+}
+
+func testDecideDefaultBundle(t *testing.T, e *Engine) {
 	if got := e.Revision(); got != "default-1" {
 		t.Fatalf("Revision() = %q, want default-1", got)
 	}
@@ -226,6 +244,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"bad alg", Options{Bundle: "x", VerificationKey: "secret", VerificationAlg: "none"}, "unsupported"},
 		{"missing bundle", Options{Bundle: "/nonexistent/bundle"}, "/nonexistent/bundle"},
 		{"not http", Options{BundleURL: "file:///tmp/b.tar.gz"}, "not an http(s) URL"},
+		{"unknown evaluator", Options{Evaluator: "wasm"}, `unknown evaluator "wasm"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -254,26 +273,31 @@ func TestMalformedDecisionsDeny(t *testing.T) {
 		{"reasons missing", `decision := {"allow": true}`, true, ""},
 		{"denial without reasons", `decision := {"allow": false, "reasons": []}`, false, reasonDenied},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			writeBundleDir(t, dir, "r1", "package floe.authz\n\n"+tc.decision+"\n")
-			e := newTestEngine(t, Options{Bundle: dir, DecisionCacheSize: -1})
-			d, err := e.Decide(t.Context(), op(principal("alice"), ActionRead, branchRef("main")))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.Allow != tc.allow {
-				t.Fatalf("allow = %v, want %v (reasons %q)", d.Allow, tc.allow, d.Reasons)
-			}
-			if tc.reason == "" {
-				if len(d.Reasons) != 0 {
-					t.Fatalf("reasons = %q, want none", d.Reasons)
+		for _, ev := range evaluators {
+			t.Run(tc.name+"/"+ev.option, func(t *testing.T) {
+				dir := t.TempDir()
+				writeBundleDir(t, dir, "r1", "package floe.authz\n\n"+tc.decision+"\n")
+				e := newTestEngine(t, Options{Bundle: dir, DecisionCacheSize: -1, Evaluator: ev.option})
+				if got := e.active.Load().evaluator; got != ev.want {
+					t.Fatalf("evaluator %q, want %q (%s)", got, ev.want, e.active.Load().topdownWhy)
 				}
-				return
-			}
-			if !containsSubstring(d.Reasons, tc.reason) {
-				t.Fatalf("reasons = %q, want one containing %q", d.Reasons, tc.reason)
-			}
-		})
+				d, err := e.Decide(t.Context(), op(principal("alice"), ActionRead, branchRef("main")))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.Allow != tc.allow {
+					t.Fatalf("allow = %v, want %v (reasons %q)", d.Allow, tc.allow, d.Reasons)
+				}
+				if tc.reason == "" {
+					if len(d.Reasons) != 0 {
+						t.Fatalf("reasons = %q, want none", d.Reasons)
+					}
+					return
+				}
+				if !containsSubstring(d.Reasons, tc.reason) {
+					t.Fatalf("reasons = %q, want one containing %q", d.Reasons, tc.reason)
+				}
+			})
+		}
 	}
 }

@@ -52,8 +52,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"result"}),
 		revision: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "floe_policy_bundle_info",
-			Help: "The active policy bundle: 1 for its revision.",
-		}, []string{"revision"}),
+			Help: "The active policy bundle: 1 for its revision and the evaluator running it (plan or topdown).",
+		}, []string{"revision", "evaluator"}),
 	}
 	m.allow = m.decisions.WithLabelValues("allow")
 	m.deny = m.decisions.WithLabelValues("deny")
@@ -82,7 +82,7 @@ func (m *metrics) unregister(reg prometheus.Registerer) {
 	}
 }
 
-func (m *metrics) setRevision(rev string) {
+func (m *metrics) setRevision(rev, evaluator string) {
 	m.revision.Reset()
-	m.revision.WithLabelValues(rev).Set(1)
+	m.revision.WithLabelValues(rev, evaluator).Set(1)
 }

@@ -53,6 +53,7 @@ func (s *securityFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&s.policy.VerificationKeyID, "policy-verification-key-id", "", "key id of the bundle verification key (default \"default\")")
 	f.StringVar(&s.policy.VerificationAlg, "policy-verification-alg", "", "signature algorithm of signed bundles (default RS256)")
 	f.IntVar(&s.policy.DecisionCacheSize, "policy-decision-cache-size", 0, "decisions of this many distinct inputs are remembered per bundle activation (0: 4096; negative: off); bundles using time, randomness or http.send are never cached")
+	f.StringVar(&s.policy.Evaluator, "policy-evaluator", policy.EvaluatorAuto, "how decisions are evaluated: auto (from the bundle's compiled plan when it agrees with OPA's topdown evaluator on the verification inputs, else topdown) or topdown")
 	f.StringVar(&s.decisionLog, "policy-decision-log", "", "write every authorization decision as a JSON line to this file, or - for standard output")
 	f.BoolVar(&s.policyOff, "policy-off", false, "turn authorization off (only with --dev)")
 }

@@ -1,0 +1,148 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/floe-catalog/floe/policy/planeval"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/bundle"
+)
+
+// Evaluators, for Options.Evaluator.
+const (
+	// EvaluatorAuto evaluates a bundle from its compiled plan
+	// (policy/planeval) when the plan compiles and agrees with topdown on
+	// every verification input, and with topdown otherwise.
+	EvaluatorAuto = "auto"
+	// EvaluatorTopdown always uses OPA's topdown evaluator.
+	EvaluatorTopdown = "topdown"
+)
+
+// Names of the evaluator in use, for logs and metrics.
+const (
+	evaluatorPlan    = "plan"
+	evaluatorTopdown = "topdown"
+)
+
+// planEntrypoint is DecisionQuery as a plan entrypoint path.
+var planEntrypoint = strings.ReplaceAll(strings.TrimPrefix(DecisionQuery, "data."), ".", "/")
+
+// compilePlan plans the bundle's decision and checks the plan against
+// topdown (a.query) on verificationInputs. It returns the program, or nil
+// and why the bundle must run on topdown.
+func compilePlan(ctx context.Context, a *activeBundle, b *bundle.Bundle) (*planeval.Program, string) {
+	policy, err := planeval.PlanBundle(ctx, b, planEntrypoint)
+	if err != nil {
+		return nil, err.Error()
+	}
+	data, err := ast.InterfaceToValue(b.Data)
+	if err != nil {
+		return nil, fmt.Sprintf("bundle data: %v", err)
+	}
+	prog, err := planeval.Compile(policy, planEntrypoint, data)
+	if err != nil {
+		return nil, err.Error()
+	}
+	for _, in := range verificationInputs() {
+		ta, tr, terr := a.evalTopdown(ctx, &in)
+		pa, pr, perr := evalPlan(ctx, prog, &in)
+		if (terr != nil) != (perr != nil) || ta != pa || !slices.Equal(tr, pr) {
+			if ctx.Err() != nil {
+				return nil, ctx.Err().Error()
+			}
+			return nil, fmt.Sprintf("plan and topdown disagree on %s by %q on %s %q: topdown allow=%v reasons=%q err=%v, plan allow=%v reasons=%q err=%v",
+				in.Action, in.Principal.ID, in.Ref.Type, in.Ref.Name, ta, tr, terr, pa, pr, perr)
+		}
+	}
+	return prog, ""
+}
+
+var resultKey = ast.StringTerm("result")
+
+// evalPlan evaluates the decision with a compiled plan.
+func evalPlan(ctx context.Context, prog *planeval.Program, in *Input) (bool, []string, error) {
+	rs, err := prog.Eval(ctx, in.astValue())
+	if err != nil {
+		return false, nil, err
+	}
+	var decision *ast.Term
+	if len(rs) > 0 {
+		if obj, ok := rs[0].Value.(ast.Object); ok {
+			decision = obj.Get(resultKey)
+		}
+	}
+	allow, reasons := decodeDecision(decision)
+	return allow, reasons, nil
+}
+
+// verificationActions are all the actions.
+var verificationActions = []Action{
+	ActionRead, ActionCreateRef, ActionAssignRef, ActionDeleteRef, ActionCommit,
+	ActionMerge, ActionTransplant, ActionCreateNamespace, ActionDropNamespace,
+	ActionWriteNamespace, ActionCreateTable, ActionDropTable, ActionWriteTable,
+	ActionRenameTable, ActionCreateView, ActionDropView, ActionWriteView, ActionRenameView,
+}
+
+// verificationInputs are the inputs a plan must decide exactly as topdown
+// does before the engine uses it: every action on every kind of ref, by
+// principals of each default group and none, with and without contents,
+// including the shapes that should deny (anonymous, wrong version).
+func verificationInputs() []Input {
+	principals := []Principal{
+		{ID: "alice"},
+		{ID: "alice", Groups: []string{"analysts"}},
+		{ID: "pat", Groups: []string{"publishers", "finance"}},
+		{ID: "ivy", Groups: []string{"ingest"}},
+		{ID: "root", Groups: []string{"admins"}},
+		{ID: "", Anonymous: true},
+		{ID: "dev", Anonymous: true, Groups: []string{"admins", "publishers", "ingest"}},
+	}
+	refs := []Ref{
+		{Name: "main", Type: RefBranch},
+		{Name: "users/alice/x", Type: RefBranch},
+		{Name: "users/bob/x", Type: RefBranch},
+		{Name: "users/", Type: RefBranch},
+		{Name: "ingest/daily", Type: RefBranch},
+		{Name: "dev", Type: RefBranch},
+		{Name: "v1", Type: RefTag},
+		{Name: "", Type: RefDetached},
+	}
+	contents := [][]Content{
+		nil,
+		{{Key: []string{"sales", "orders"}, Type: TypeTable, Change: ChangeUpdate,
+			Iceberg: &IcebergChange{Operations: []string{"append"}, Updates: []string{"add-snapshot"}}}},
+		{{Key: []string{"sales"}, Type: TypeNamespace, Change: ChangeCreate},
+			{Key: []string{"finance", "ledger"}, Change: ChangeDelete}},
+	}
+	var out []Input
+	i := 0
+	for _, action := range verificationActions {
+		for _, ref := range refs {
+			in := Input{
+				Version:   InputVersion,
+				Principal: principals[i%len(principals)],
+				Action:    action,
+				API:       []string{"iceberg", "nessie"}[i%2],
+				Ref:       ref,
+				Contents:  contents[i%len(contents)],
+			}
+			if action == ActionMerge || action == ActionTransplant {
+				// Merges read from ref and write to a rotating target.
+				target := refs[(i/len(principals))%len(refs)]
+				in.Target = &target
+				in.Ref = Ref{Name: "users/alice/x", Type: RefBranch}
+			}
+			out = append(out, in)
+			i++
+		}
+	}
+	// Inputs the policy must refuse outright.
+	out = append(out,
+		Input{Version: InputVersion + 1, Principal: principals[2], Action: ActionRead, API: "iceberg", Ref: refs[0]},
+		Input{Principal: principals[0], Action: ActionRead, API: "iceberg", Ref: refs[0], RequestID: "r-1"},
+	)
+	return out
+}
