@@ -135,6 +135,9 @@ func Compile(policy *ir.Policy, name string, data ast.Value) (*Program, error) {
 		p.blocks = append(p.blocks, sb)
 	}
 	p.nlocal = c.maxLocal + 1
+	if c.err != nil {
+		return nil, c.err
+	}
 	p.pool.init(p)
 	return p, nil
 }
@@ -145,10 +148,16 @@ type compiler struct {
 	policy   *ir.Policy
 	strings  []*ast.Term
 	funcIDs  map[string]int
-	maxLocal int // highest local of the function being compiled
+	maxLocal int   // highest local of the function being compiled
+	err      error // the first invalid local met
 }
 
 func (c *compiler) local(l ir.Local) int {
+	if l < 0 {
+		// Checked here so that evaluation can index locals unguarded.
+		c.err = fmt.Errorf("planeval: negative local %d", l)
+		return 0
+	}
 	if int(l) > c.maxLocal {
 		c.maxLocal = int(l)
 	}
@@ -233,19 +242,19 @@ var unsupportedBuiltins = map[string]bool{
 	"internal.test_case":                                     true,
 }
 
-func builtin(name string) (topdown.BuiltinFunc, error) {
+func builtin(name string) (*ast.Builtin, topdown.BuiltinFunc, error) {
 	decl, known := ast.BuiltinMap[name]
 	if !known {
-		return nil, fmt.Errorf("%w: unknown builtin %s", ErrUnsupported, name)
+		return nil, nil, fmt.Errorf("%w: unknown builtin %s", ErrUnsupported, name)
 	}
 	if decl.Nondeterministic || unsupportedBuiltins[name] || decl.Decl.Result() == nil {
-		return nil, fmt.Errorf("%w: builtin %s", ErrUnsupported, name)
+		return nil, nil, fmt.Errorf("%w: builtin %s", ErrUnsupported, name)
 	}
 	f := topdown.GetBuiltin(name)
 	if f == nil {
-		return nil, fmt.Errorf("%w: builtin %s has no implementation", ErrUnsupported, name)
+		return nil, nil, fmt.Errorf("%w: builtin %s has no implementation", ErrUnsupported, name)
 	}
-	return f, nil
+	return decl, f, nil
 }
 
 func (c *compiler) stmt(s ir.Stmt) (stmt, error) {
@@ -264,11 +273,11 @@ func (c *compiler) stmt(s ir.Stmt) (stmt, error) {
 			}
 			return &callStmt{fn: id, args: args, result: c.local(s.Result)}, nil
 		}
-		f, err := builtin(s.Func)
+		decl, f, err := builtin(s.Func)
 		if err != nil {
 			return nil, err
 		}
-		return &builtinStmt{name: s.Func, f: f, args: args, result: c.local(s.Result)}, nil
+		return &builtinStmt{name: s.Func, f: f, relation: decl.Relation, args: args, result: c.local(s.Result)}, nil
 	case *ir.CallDynamicStmt:
 		return nil, fmt.Errorf("%w: dynamic call", ErrUnsupported)
 	case *ir.WithStmt:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -185,10 +186,13 @@ func (st *callStmt) exec(s *state, locals []*ast.Term) (int, error) {
 }
 
 type builtinStmt struct {
-	name   string
-	f      topdown.BuiltinFunc
-	args   []operand
-	result int
+	name string
+	f    topdown.BuiltinFunc
+	// relation builtins (walk) yield many values, which the plan scans:
+	// they are collected into an array, as the Wasm runtime returns them.
+	relation bool
+	args     []operand
+	result   int
 }
 
 func (st *builtinStmt) exec(s *state, locals []*ast.Term) (int, error) {
@@ -203,7 +207,16 @@ func (st *builtinStmt) exec(s *state, locals []*ast.Term) (int, error) {
 	}
 	s.args = args
 	s.out = nil
-	err := st.f(s.bctx, args, s.iter)
+	var err error
+	if st.relation {
+		s.outs = s.outs[:0]
+		if err = st.f(s.bctx, args, s.iterAll); err == nil {
+			s.out = ast.ArrayTerm(slices.Clone(s.outs)...)
+		}
+		clear(s.outs)
+	} else {
+		err = st.f(s.bctx, args, s.iter)
+	}
 	out := s.out
 	s.out = nil
 	clear(args)

@@ -225,6 +225,14 @@ p := {
 }`,
 	inputs: []string{`{"xs": ["b", "a"], "s": "users/al/x"}`, `{"xs": [], "s": " X "}`},
 }, {
+	name: "relation builtin",
+	module: `package t
+p := [path | walk(input, [path, v]); is_number(v); v > 1]
+leaves contains v if { walk(input, [_, v]); is_string(v) }
+p2 := leaves`,
+	inputs: []string{`{"a": [1, 2, {"b": 3}], "c": "s"}`, `[]`, `5`},
+	want:   []string{`[["a", 1], ["a", 2, "b"]]`, `[]`, `[[]]`},
+}, {
 	name: "multi-level rule refs merge objects",
 	module: `package t
 p.a.b := 1 if input.x

@@ -23,6 +23,8 @@ type state struct {
 	args     []*ast.Term
 	out      *ast.Term             // a builtin's first value
 	iter     func(*ast.Term) error // receives builtin values into out
+	outs     []*ast.Term           // a relation builtin's values
+	iterAll  func(*ast.Term) error // receives them
 	bctx     topdown.BuiltinContext
 	steps    int
 }
@@ -52,6 +54,10 @@ func (sp *statePool) init(p *Program) {
 			if s.out == nil {
 				s.out = t
 			}
+			return nil
+		}
+		s.iterAll = func(t *ast.Term) error {
+			s.outs = append(s.outs, t)
 			return nil
 		}
 		return s
