@@ -123,6 +123,7 @@ func Compile(policy *ir.Policy, name string, data ast.Value) (*Program, error) {
 				}
 				fn.blocks = append(fn.blocks, sb)
 			}
+			markDataRefs(fn.blocks, fn.params)
 			fn.nlocal = c.maxLocal + 1
 		}
 	}
@@ -134,6 +135,7 @@ func Compile(policy *ir.Policy, name string, data ast.Value) (*Program, error) {
 		}
 		p.blocks = append(p.blocks, sb)
 	}
+	markDataRefs(p.blocks, []int{int(ir.Input), int(ir.Data)})
 	p.nlocal = c.maxLocal + 1
 	if c.err != nil {
 		return nil, c.err

@@ -258,6 +258,10 @@ func (st *breakStmt) exec(*state, []*ast.Term) (int, error) { return st.levels, 
 type dotStmt struct {
 	src, key operand
 	target   int
+	// inData marks a lookup in a reference into the base data document
+	// (data.x.y[2], not a variable bound to it): topdown looks base
+	// documents up by path, where a number selects the key spelled as it.
+	inData bool
 }
 
 func (st *dotStmt) exec(_ *state, locals []*ast.Term) (int, error) {
@@ -269,6 +273,11 @@ func (st *dotStmt) exec(_ *state, locals []*ast.Term) (int, error) {
 	switch c := src.Value.(type) {
 	case ast.Object:
 		v = c.Get(key)
+		if v == nil && st.inData {
+			if n, ok := key.Value.(ast.Number); ok {
+				v = c.Get(ast.StringTerm(string(n)))
+			}
+		}
 	case *ast.Array:
 		if n, ok := key.Value.(ast.Number); ok {
 			if i, ok := n.Int(); ok && i >= 0 && i < c.Len() {
@@ -563,12 +572,24 @@ func (st *objectMergeStmt) exec(_ *state, locals []*ast.Term) (int, error) {
 	if !okA || !okB {
 		return 0, conflict(st.loc, "merge of a non-object")
 	}
-	merged, ok := a.Merge(b)
-	if !ok {
-		return 0, conflict(st.loc, "object keys must be unique")
-	}
-	locals[st.target] = ast.NewTerm(merged)
+	locals[st.target] = ast.NewTerm(mergeBase(a, b))
 	return 0, nil
+}
+
+// mergeBase merges a virtual document into the base document at the same
+// path (the planner's only use of ObjectMergeStmt). Objects merge
+// recursively; where both hold another value, the base document's stands,
+// as in topdown.
+func mergeBase(base, virtual ast.Object) ast.Object {
+	merged, _ := base.MergeWith(virtual, func(v1, v2 *ast.Term) (*ast.Term, bool) {
+		o1, ok1 := v1.Value.(ast.Object)
+		o2, ok2 := v2.Value.(ast.Object)
+		if !ok1 || !ok2 {
+			return v1, false
+		}
+		return ast.NewTerm(mergeBase(o1, o2)), false
+	})
+	return merged
 }
 
 type setAddStmt struct {
