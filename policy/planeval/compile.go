@@ -136,12 +136,77 @@ func Compile(policy *ir.Policy, name string, data ast.Value) (*Program, error) {
 		p.blocks = append(p.blocks, sb)
 	}
 	markDataRefs(p.blocks, []int{int(ir.Input), int(ir.Data)})
+	if err := checkAcyclic(p.funcs); err != nil {
+		return nil, err
+	}
 	p.nlocal = c.maxLocal + 1
 	if c.err != nil {
 		return nil, c.err
 	}
 	p.pool.init(p)
 	return p, nil
+}
+
+// checkAcyclic refuses plans whose functions call themselves, directly or
+// not. Rego forbids recursion and the planner never makes such a plan;
+// evaluation relies on it (one locals slice per function), and a cycle
+// would otherwise end in a stack overflow, which Go cannot recover from.
+func checkAcyclic(funcs []*function) error {
+	const (
+		unvisited = iota
+		visiting
+		done
+	)
+	state := make([]int, len(funcs))
+	var visit func(id int) error
+	visit = func(id int) error {
+		switch state[id] {
+		case visiting:
+			return fmt.Errorf("planeval: function %s calls itself", funcs[id].name)
+		case done:
+			return nil
+		}
+		state[id] = visiting
+		for _, callee := range callees(funcs[id].blocks) {
+			if err := visit(callee); err != nil {
+				return err
+			}
+		}
+		state[id] = done
+		return nil
+	}
+	for id := range funcs {
+		if err := visit(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// callees lists the functions the blocks call.
+func callees(blocks [][]stmt) []int {
+	var out []int
+	var walk func(b []stmt)
+	walk = func(b []stmt) {
+		for _, s := range b {
+			switch s := s.(type) {
+			case *callStmt:
+				out = append(out, s.fn)
+			case *blockStmt:
+				for _, inner := range s.blocks {
+					walk(inner)
+				}
+			case *scanStmt:
+				walk(s.body)
+			case *notStmt:
+				walk(s.body)
+			}
+		}
+	}
+	for _, b := range blocks {
+		walk(b)
+	}
+	return out
 }
 
 // compiler translates IR statements into stmt values with every name and

@@ -2,6 +2,7 @@ package planeval_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/floe-catalog/floe/policy/planeval"
@@ -131,5 +132,24 @@ func TestBlockBreakLevels(t *testing.T) {
 		if got := resultsString(rs); got != tc.want {
 			t.Errorf("break %d: %s, want %s", tc.index, got, tc.want)
 		}
+	}
+}
+
+func TestRecursivePlanRefused(t *testing.T) {
+	call := func(name string) *ir.CallStmt {
+		return &ir.CallStmt{Func: name, Args: []ir.Operand{local(0), local(1)}, Result: 2}
+	}
+	fn := func(name, calls string) *ir.Func {
+		return &ir.Func{Name: name, Params: []ir.Local{0, 1}, Return: 2,
+			Blocks: []*ir.Block{block(&ir.NotStmt{Block: block(call(calls))}, &ir.ReturnLocalStmt{Source: 2})}}
+	}
+	policy := &ir.Policy{
+		Static: &ir.Static{},
+		Plans:  &ir.Plans{Plans: []*ir.Plan{{Name: "test", Blocks: []*ir.Block{block(call("a"))}}}},
+		Funcs:  &ir.Funcs{Funcs: []*ir.Func{fn("a", "b"), fn("b", "c"), fn("c", "a")}},
+	}
+	_, err := planeval.Compile(policy, "test", nil)
+	if err == nil || !strings.Contains(err.Error(), "calls itself") {
+		t.Fatalf("Compile of a recursive plan: %v, want a refusal", err)
 	}
 }
