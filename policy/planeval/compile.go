@@ -186,26 +186,11 @@ func checkAcyclic(funcs []*function) error {
 // callees lists the functions the blocks call.
 func callees(blocks [][]stmt) []int {
 	var out []int
-	var walk func(b []stmt)
-	walk = func(b []stmt) {
-		for _, s := range b {
-			switch s := s.(type) {
-			case *callStmt:
-				out = append(out, s.fn)
-			case *blockStmt:
-				for _, inner := range s.blocks {
-					walk(inner)
-				}
-			case *scanStmt:
-				walk(s.body)
-			case *notStmt:
-				walk(s.body)
-			}
+	eachStmt(blocks, func(s stmt) {
+		if call, ok := s.(*callStmt); ok {
+			out = append(out, call.fn)
 		}
-	}
-	for _, b := range blocks {
-		walk(b)
-	}
+	})
 	return out
 }
 
@@ -215,14 +200,22 @@ type compiler struct {
 	policy   *ir.Policy
 	strings  []*ast.Term
 	funcIDs  map[string]int
-	maxLocal int   // highest local of the function being compiled
-	err      error // the first invalid local met
+	maxLocal int // highest local of the function being compiled
+	// err is the first invalid local or operand met; block reports it,
+	// so the statements need not check each operand.
+	err error
+}
+
+func (c *compiler) fail(err error) {
+	if c.err == nil {
+		c.err = err
+	}
 }
 
 func (c *compiler) local(l ir.Local) int {
 	if l < 0 {
 		// Checked here so that evaluation can index locals unguarded.
-		c.err = fmt.Errorf("planeval: negative local %d", l)
+		c.fail(fmt.Errorf("planeval: negative local %d", l))
 		return 0
 	}
 	if int(l) > c.maxLocal {
@@ -231,7 +224,7 @@ func (c *compiler) local(l ir.Local) int {
 	return int(l)
 }
 
-func (c *compiler) operand(o ir.Operand) (operand, error) {
+func (c *compiler) operand(o ir.Operand) operand {
 	// Decoded plans hold pointers to values; planned ones hold values.
 	val := o.Value
 	switch v := val.(type) {
@@ -244,28 +237,27 @@ func (c *compiler) operand(o ir.Operand) (operand, error) {
 	}
 	switch v := val.(type) {
 	case ir.Local:
-		return operand{local: c.local(v)}, nil
+		return operand{local: c.local(v)}
 	case ir.StringIndex:
 		if int(v) < 0 || int(v) >= len(c.strings) {
-			return operand{}, fmt.Errorf("planeval: string index %d out of range", v)
+			c.fail(fmt.Errorf("planeval: string index %d out of range", v))
+			return operand{local: -1, term: ast.InternedNullTerm}
 		}
-		return operand{local: -1, term: c.strings[v]}, nil
+		return operand{local: -1, term: c.strings[v]}
 	case ir.Bool:
-		return operand{local: -1, term: ast.InternedTerm(bool(v))}, nil
+		return operand{local: -1, term: ast.InternedTerm(bool(v))}
 	default:
-		return operand{}, fmt.Errorf("planeval: unknown operand %T", o.Value)
+		c.fail(fmt.Errorf("planeval: unknown operand %T", o.Value))
+		return operand{local: -1, term: ast.InternedNullTerm}
 	}
 }
 
-func (c *compiler) operands(os []ir.Operand) ([]operand, error) {
+func (c *compiler) operands(os []ir.Operand) []operand {
 	out := make([]operand, len(os))
 	for i, o := range os {
-		var err error
-		if out[i], err = c.operand(o); err != nil {
-			return nil, err
-		}
+		out[i] = c.operand(o)
 	}
-	return out, nil
+	return out
 }
 
 func (c *compiler) block(b *ir.Block) ([]stmt, error) {
@@ -274,6 +266,9 @@ func (c *compiler) block(b *ir.Block) ([]stmt, error) {
 		cs, err := c.stmt(s)
 		if err != nil {
 			return nil, err
+		}
+		if c.err != nil {
+			return nil, c.err
 		}
 		out = append(out, cs)
 	}
@@ -329,10 +324,7 @@ func (c *compiler) stmt(s ir.Stmt) (stmt, error) {
 	case *ir.ReturnLocalStmt:
 		return &returnStmt{src: c.local(s.Source)}, nil
 	case *ir.CallStmt:
-		args, err := c.operands(s.Args)
-		if err != nil {
-			return nil, err
-		}
+		args := c.operands(s.Args)
 		if id, ok := c.funcIDs[s.Func]; ok {
 			if len(args) != len(c.policy.Funcs.Funcs[id].Params) {
 				return nil, fmt.Errorf("planeval: call of %s with %d arguments, want %d",
@@ -358,14 +350,8 @@ func (c *compiler) stmt(s ir.Stmt) (stmt, error) {
 	case *ir.BreakStmt:
 		return &breakStmt{levels: int(s.Index) + 1}, nil
 	case *ir.DotStmt:
-		src, err := c.operand(s.Source)
-		if err != nil {
-			return nil, err
-		}
-		key, err := c.operand(s.Key)
-		if err != nil {
-			return nil, err
-		}
+		src := c.operand(s.Source)
+		key := c.operand(s.Key)
 		if src.local == int(ir.Data) && key.term != nil && key.term.Equal(ast.InternedTerm("system")) {
 			// data.system holds what OPA's store adds (bundle manifests),
 			// which the base data given to Compile lacks.
@@ -373,10 +359,7 @@ func (c *compiler) stmt(s ir.Stmt) (stmt, error) {
 		}
 		return &dotStmt{src: src, key: key, target: c.local(s.Target)}, nil
 	case *ir.LenStmt:
-		src, err := c.operand(s.Source)
-		if err != nil {
-			return nil, err
-		}
+		src := c.operand(s.Source)
 		return &lenStmt{src: src, target: c.local(s.Target)}, nil
 	case *ir.ScanStmt:
 		body, err := c.block(s.Block)
@@ -393,16 +376,10 @@ func (c *compiler) stmt(s ir.Stmt) (stmt, error) {
 	case *ir.AssignIntStmt:
 		return &assignStmt{src: operand{local: -1, term: ast.InternedTerm(int(s.Value))}, target: c.local(s.Target)}, nil
 	case *ir.AssignVarStmt:
-		src, err := c.operand(s.Source)
-		if err != nil {
-			return nil, err
-		}
+		src := c.operand(s.Source)
 		return &assignStmt{src: src, target: c.local(s.Target)}, nil
 	case *ir.AssignVarOnceStmt:
-		src, err := c.operand(s.Source)
-		if err != nil {
-			return nil, err
-		}
+		src := c.operand(s.Source)
 		return &assignOnceStmt{src: src, target: c.local(s.Target), loc: c.location(s.Location)}, nil
 	case *ir.ResetLocalStmt:
 		return &resetStmt{target: c.local(s.Target)}, nil
@@ -426,64 +403,37 @@ func (c *compiler) stmt(s ir.Stmt) (stmt, error) {
 	case *ir.MakeSetStmt:
 		return &makeStmt{kind: makeSet, target: c.local(s.Target)}, nil
 	case *ir.EqualStmt:
-		a, b, err := c.pair(s.A, s.B)
-		if err != nil {
-			return nil, err
-		}
+		a, b := c.operand(s.A), c.operand(s.B)
 		return &equalStmt{a: a, b: b}, nil
 	case *ir.NotEqualStmt:
-		a, b, err := c.pair(s.A, s.B)
-		if err != nil {
-			return nil, err
-		}
+		a, b := c.operand(s.A), c.operand(s.B)
 		return &equalStmt{a: a, b: b, negate: true}, nil
 	case *ir.IsArrayStmt:
-		src, err := c.operand(s.Source)
-		if err != nil {
-			return nil, err
-		}
+		src := c.operand(s.Source)
 		return &isStmt{src: src, kind: makeArray}, nil
 	case *ir.IsObjectStmt:
-		src, err := c.operand(s.Source)
-		if err != nil {
-			return nil, err
-		}
+		src := c.operand(s.Source)
 		return &isStmt{src: src, kind: makeObject}, nil
 	case *ir.IsSetStmt:
-		src, err := c.operand(s.Source)
-		if err != nil {
-			return nil, err
-		}
+		src := c.operand(s.Source)
 		return &isStmt{src: src, kind: makeSet}, nil
 	case *ir.IsDefinedStmt:
 		return &definedStmt{src: c.local(s.Source), want: true}, nil
 	case *ir.IsUndefinedStmt:
 		return &definedStmt{src: c.local(s.Source)}, nil
 	case *ir.ArrayAppendStmt:
-		v, err := c.operand(s.Value)
-		if err != nil {
-			return nil, err
-		}
+		v := c.operand(s.Value)
 		return &arrayAppendStmt{value: v, array: c.local(s.Array)}, nil
 	case *ir.ObjectInsertStmt:
-		k, v, err := c.pair(s.Key, s.Value)
-		if err != nil {
-			return nil, err
-		}
+		k, v := c.operand(s.Key), c.operand(s.Value)
 		return &objectInsertStmt{key: k, value: v, object: c.local(s.Object)}, nil
 	case *ir.ObjectInsertOnceStmt:
-		k, v, err := c.pair(s.Key, s.Value)
-		if err != nil {
-			return nil, err
-		}
+		k, v := c.operand(s.Key), c.operand(s.Value)
 		return &objectInsertStmt{key: k, value: v, object: c.local(s.Object), once: true, loc: c.location(s.Location)}, nil
 	case *ir.ObjectMergeStmt:
 		return &objectMergeStmt{a: c.local(s.A), b: c.local(s.B), target: c.local(s.Target), loc: c.location(s.Location)}, nil
 	case *ir.SetAddStmt:
-		v, err := c.operand(s.Value)
-		if err != nil {
-			return nil, err
-		}
+		v := c.operand(s.Value)
 		return &setAddStmt{value: v, set: c.local(s.Set)}, nil
 	case *ir.NopStmt:
 		return &nopStmt{}, nil
@@ -492,18 +442,6 @@ func (c *compiler) stmt(s ir.Stmt) (stmt, error) {
 	default:
 		return nil, fmt.Errorf("%w: statement %T", ErrUnsupported, s)
 	}
-}
-
-func (c *compiler) pair(a, b ir.Operand) (operand, operand, error) {
-	oa, err := c.operand(a)
-	if err != nil {
-		return operand{}, operand{}, err
-	}
-	ob, err := c.operand(b)
-	if err != nil {
-		return operand{}, operand{}, err
-	}
-	return oa, ob, nil
 }
 
 // location renders a statement's place in its module, for conflict

@@ -153,3 +153,20 @@ func TestRecursivePlanRefused(t *testing.T) {
 		t.Fatalf("Compile of a recursive plan: %v, want a refusal", err)
 	}
 }
+
+func TestMalformedPlansRefused(t *testing.T) {
+	for name, s := range map[string]ir.Stmt{
+		"string index out of range": &ir.AssignVarStmt{Source: str(7), Target: 2},
+		"negative local":            &ir.AssignVarStmt{Source: local(-1), Target: 2},
+		"negative target":           &ir.MakeObjectStmt{Target: -3},
+	} {
+		policy := &ir.Policy{
+			Static: &ir.Static{Strings: []*ir.StringConst{{Value: "x"}}},
+			Plans:  &ir.Plans{Plans: []*ir.Plan{{Name: "test", Blocks: []*ir.Block{block(s)}}}},
+			Funcs:  &ir.Funcs{},
+		}
+		if _, err := planeval.Compile(policy, "test", nil); err == nil {
+			t.Errorf("%s: Compile accepted the plan", name)
+		}
+	}
+}

@@ -15,31 +15,18 @@ func markDataRefs(blocks [][]stmt, params []int) {
 			other[p] = true
 		}
 	}
-	var walk func(b []stmt)
-	walk = func(b []stmt) {
-		for _, s := range b {
-			switch s := s.(type) {
-			case *dotStmt:
-				dots = append(dots, s)
-			case *blockStmt:
-				for _, inner := range s.blocks {
-					walk(inner)
-				}
-			case *scanStmt:
-				other[s.key], other[s.value] = true, true
-				walk(s.body)
-			case *notStmt:
-				walk(s.body)
-			default:
-				if t, ok := target(s); ok {
-					other[t] = true
-				}
+	eachStmt(blocks, func(s stmt) {
+		switch s := s.(type) {
+		case *dotStmt:
+			dots = append(dots, s)
+		case *scanStmt:
+			other[s.key], other[s.value] = true, true
+		default:
+			if t, ok := target(s); ok {
+				other[t] = true
 			}
 		}
-	}
-	for _, b := range blocks {
-		walk(b)
-	}
+	})
 	// The greatest set of data locals: start from every lookup target not
 	// written otherwise, then drop those some lookup writes from a source
 	// outside the set, until nothing changes.
@@ -84,4 +71,21 @@ func target(s stmt) (int, bool) {
 		return s.target, true
 	}
 	return 0, false
+}
+
+// eachStmt calls f on every statement of blocks, nested ones included.
+func eachStmt(blocks [][]stmt, f func(stmt)) {
+	for _, b := range blocks {
+		for _, s := range b {
+			f(s)
+			switch s := s.(type) {
+			case *blockStmt:
+				eachStmt(s.blocks, f)
+			case *scanStmt:
+				eachStmt([][]stmt{s.body}, f)
+			case *notStmt:
+				eachStmt([][]stmt{s.body}, f)
+			}
+		}
+	}
 }
