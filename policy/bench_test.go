@@ -31,7 +31,7 @@ func benchEngine(b *testing.B, cacheSize int, evaluator string) *Engine {
 	if evaluator == EvaluatorTopdown {
 		want = evaluatorTopdown
 	}
-	if got := e.active.Load().evaluator; got != want {
+	if got := e.active.Load().evaluator(); got != want {
 		b.Fatalf("engine runs on %s, want %s (%s)", got, want, e.active.Load().topdownWhy)
 	}
 	return e

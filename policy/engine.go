@@ -133,10 +133,16 @@ type activeBundle struct {
 	// plan, when set, evaluates decisions instead of query: the same
 	// policy, compiled by OPA's planner and checked against query.
 	plan *planeval.Program
-	// evaluator names what evaluates decisions; topdownWhy says why not
-	// the plan, when that is the case.
-	evaluator  string
+	// topdownWhy says why an auto-configured bundle has no plan.
 	topdownWhy string
+}
+
+// evaluator names what evaluates the bundle's decisions.
+func (a *activeBundle) evaluator() string {
+	if a.plan != nil {
+		return evaluatorPlan
+	}
+	return evaluatorTopdown
 }
 
 // New starts an engine with the configured bundle. A bundle that cannot be
@@ -318,9 +324,9 @@ func (e *Engine) activate(ctx context.Context, b *bundle.Bundle, source string) 
 	prev := e.activeRevision()
 	e.active.Store(a)
 	e.metrics.activatedOK.Inc()
-	e.metrics.setRevision(a.revision, a.evaluator)
-	e.log.Info("policy bundle activated", "source", source, "revision", a.revision, "previous_revision", prev, "evaluator", a.evaluator)
-	if a.topdownWhy != "" && e.opts.Evaluator == EvaluatorAuto {
+	e.metrics.setRevision(a.revision, a.evaluator())
+	e.log.Info("policy bundle activated", "source", source, "revision", a.revision, "previous_revision", prev, "evaluator", a.evaluator())
+	if a.topdownWhy != "" {
 		// Correct either way, only slower; the operator may want to know
 		// which construct keeps the bundle off the plan evaluator.
 		e.log.Info("policy bundle evaluated with topdown", "revision", a.revision, "reason", a.topdownWhy)
@@ -365,7 +371,7 @@ func prepare(ctx context.Context, b *bundle.Bundle, cacheSize int, evaluator str
 	if compiler == nil || len(compiler.GetRules(decisionRef)) == 0 {
 		return nil, fmt.Errorf("bundle defines no %s rule", DecisionQuery)
 	}
-	a := &activeBundle{query: pq, revision: b.Manifest.Revision, evaluator: evaluatorTopdown}
+	a := &activeBundle{query: pq, revision: b.Manifest.Revision}
 	if cacheSize == 0 {
 		cacheSize = DefaultDecisionCacheSize
 	}
@@ -385,12 +391,8 @@ func prepare(ctx context.Context, b *bundle.Bundle, cacheSize int, evaluator str
 	if _, _, err := a.eval(ctx, &probe); err != nil {
 		return nil, fmt.Errorf("probe decision: %w", err)
 	}
-	if evaluator == EvaluatorTopdown {
-		a.topdownWhy = "configured"
-		return a, nil
-	}
-	if a.plan, a.topdownWhy = compilePlan(ctx, a, b); a.plan != nil {
-		a.evaluator = evaluatorPlan
+	if evaluator == EvaluatorAuto {
+		a.plan, a.topdownWhy = compilePlan(ctx, a, b)
 	}
 	return a, nil
 }

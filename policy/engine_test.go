@@ -60,7 +60,7 @@ func TestDecideDefaultBundle(t *testing.T) {
 	for _, ev := range evaluators {
 		t.Run(ev.option, func(t *testing.T) {
 			e := newTestEngine(t, Options{Evaluator: ev.option, DecisionCacheSize: -1})
-			if got := e.active.Load().evaluator; got != ev.want {
+			if got := e.active.Load().evaluator(); got != ev.want {
 				t.Fatalf("evaluator %q, want %q (%s)", got, ev.want, e.active.Load().topdownWhy)
 			}
 			testDecideDefaultBundle(t, e)
@@ -278,7 +278,7 @@ func TestMalformedDecisionsDeny(t *testing.T) {
 				dir := t.TempDir()
 				writeBundleDir(t, dir, "r1", "package floe.authz\n\n"+tc.decision+"\n")
 				e := newTestEngine(t, Options{Bundle: dir, DecisionCacheSize: -1, Evaluator: ev.option})
-				if got := e.active.Load().evaluator; got != ev.want {
+				if got := e.active.Load().evaluator(); got != ev.want {
 					t.Fatalf("evaluator %q, want %q (%s)", got, ev.want, e.active.Load().topdownWhy)
 				}
 				d, err := e.Decide(t.Context(), op(principal("alice"), ActionRead, branchRef("main")))

@@ -176,7 +176,7 @@ decision := {"allow": x, "reasons": ["r"]} if { x := read with input.action as "
 				Bundle: dir, Evaluator: tc.evaluator, DecisionCacheSize: -1, Metrics: reg,
 				Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 			})
-			if got := e.active.Load().evaluator; got != tc.want {
+			if got := e.active.Load().evaluator(); got != tc.want {
 				t.Fatalf("evaluator %q, want %q (%s)", got, tc.want, e.active.Load().topdownWhy)
 			}
 			if got := metricValue(t, reg, "floe_policy_bundle_info", map[string]string{"revision": "r1", "evaluator": tc.want}); got != 1 {
@@ -227,8 +227,8 @@ func TestPlanInputValue(t *testing.T) {
 	var got []string
 	for _, ev := range evaluators {
 		e := newTestEngine(t, Options{Bundle: dir, Evaluator: ev.option, DecisionCacheSize: -1})
-		if e.active.Load().evaluator != ev.want {
-			t.Fatalf("evaluator %q, want %q", e.active.Load().evaluator, ev.want)
+		if e.active.Load().evaluator() != ev.want {
+			t.Fatalf("evaluator %q, want %q", e.active.Load().evaluator(), ev.want)
 		}
 		d, err := e.Decide(t.Context(), in)
 		if err != nil {
