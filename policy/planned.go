@@ -47,17 +47,27 @@ func compilePlan(ctx context.Context, a *activeBundle, b *bundle.Bundle) (*plane
 		return nil, err.Error()
 	}
 	for _, in := range verificationInputs() {
-		ta, tr, terr := a.evalTopdown(ctx, &in)
-		pa, pr, perr := evalPlan(ctx, prog, &in)
-		if (terr != nil) != (perr != nil) || ta != pa || !slices.Equal(tr, pr) {
+		if _, diff, _ := disagreement(ctx, a, prog, &in); diff != "" {
 			if ctx.Err() != nil {
 				return nil, ctx.Err().Error()
 			}
-			return nil, fmt.Sprintf("plan and topdown disagree on %s by %q on %s %q: topdown allow=%v reasons=%q err=%v, plan allow=%v reasons=%q err=%v",
-				in.Action, in.Principal.ID, in.Ref.Type, in.Ref.Name, ta, tr, terr, pa, pr, perr)
+			return nil, diff
 		}
 	}
 	return prog, ""
+}
+
+// disagreement decides in with topdown and with prog. It returns
+// topdown's answer, and how the two answers differ ("" when they give the
+// same allow and reasons, or both fail).
+func disagreement(ctx context.Context, a *activeBundle, prog *planeval.Program, in *Input) (allow bool, diff string, err error) {
+	ta, tr, terr := a.evalTopdown(ctx, in)
+	pa, pr, perr := evalPlan(ctx, prog, in)
+	if (terr != nil) == (perr != nil) && ta == pa && slices.Equal(tr, pr) {
+		return ta, "", terr
+	}
+	return ta, fmt.Sprintf("plan and topdown disagree on %s by %q on %s %q: topdown allow=%v reasons=%q err=%v, plan allow=%v reasons=%q err=%v",
+		in.Action, in.Principal.ID, in.Ref.Type, in.Ref.Name, ta, tr, terr, pa, pr, perr), terr
 }
 
 var resultKey = ast.StringTerm("result")

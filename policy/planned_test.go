@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
-	"slices"
 	"strings"
 	"testing"
 
@@ -94,15 +93,11 @@ func TestDefaultBundlePlanMatchesTopdown(t *testing.T) {
 			}
 			allowed := 0
 			for _, in := range allInputs() {
-				ta, tr, terr := a.evalTopdown(t.Context(), &in)
-				pa, pr, perr := evalPlan(t.Context(), a.plan, &in)
-				if terr != nil || perr != nil {
-					t.Fatalf("%+v: topdown err %v, plan err %v", in, terr, perr)
+				allow, diff, err := disagreement(t.Context(), a, a.plan, &in)
+				if diff != "" || err != nil {
+					t.Fatalf("%+v: %s %v", in, diff, err)
 				}
-				if ta != pa || !slices.Equal(tr, pr) {
-					t.Fatalf("%+v:\ntopdown allow=%v %q\nplan    allow=%v %q", in, ta, tr, pa, pr)
-				}
-				if ta {
+				if allow {
 					allowed++
 				}
 			}
@@ -145,10 +140,8 @@ func FuzzPlanMatchesTopdown(f *testing.F) {
 		if key != "" {
 			in.Contents = []Content{{Key: strings.Split(key, "."), Change: ChangeUpdate}}
 		}
-		ta, tr, terr := a.evalTopdown(t.Context(), &in)
-		pa, pr, perr := evalPlan(t.Context(), a.plan, &in)
-		if (terr != nil) != (perr != nil) || ta != pa || !slices.Equal(tr, pr) {
-			t.Fatalf("%+v:\ntopdown allow=%v %q err=%v\nplan    allow=%v %q err=%v", in, ta, tr, terr, pa, pr, perr)
+		if _, diff, _ := disagreement(t.Context(), a, a.plan, &in); diff != "" {
+			t.Fatalf("%+v: %s", in, diff)
 		}
 	})
 }
