@@ -1,8 +1,8 @@
 package policy
 
 import (
-	"strconv"
-	"strings"
+	"bytes"
+	"encoding/json"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -25,6 +25,9 @@ type decisionCache struct {
 	byKey map[string]cachedDecision
 	ring  []string // keys in insertion order, for eviction
 	next  int
+	// encoders hold keyEncoders: a lookup with string(key) does not
+	// copy, so a hit allocates nothing for its key.
+	encoders sync.Pool
 }
 
 type cachedDecision struct {
@@ -33,14 +36,29 @@ type cachedDecision struct {
 }
 
 func newDecisionCache(size int) *decisionCache {
-	return &decisionCache{byKey: make(map[string]cachedDecision, size), ring: make([]string, size)}
+	c := &decisionCache{byKey: make(map[string]cachedDecision, size), ring: make([]string, size)}
+	c.encoders.New = func() any {
+		k := &keyEncoder{}
+		k.enc = json.NewEncoder(&k.buf)
+		k.enc.SetEscapeHTML(false)
+		return k
+	}
+	return c
 }
 
-func (c *decisionCache) get(key string) (cachedDecision, bool) {
+func (c *decisionCache) get(key []byte) (cachedDecision, bool) {
 	c.mu.Lock()
-	d, ok := c.byKey[key]
+	d, ok := c.byKey[string(key)]
 	c.mu.Unlock()
 	return d, ok
+}
+
+func (c *decisionCache) encoder() *keyEncoder { return c.encoders.Get().(*keyEncoder) }
+
+func (c *decisionCache) release(k *keyEncoder) {
+	if k.buf.Cap() <= 16<<10 { // an outsized input does not pin its buffer
+		c.encoders.Put(k)
+	}
 }
 
 func (c *decisionCache) put(key string, d cachedDecision) {
@@ -101,54 +119,38 @@ func cacheable(modules map[string]*ast.Module) bool {
 	return true
 }
 
-// cacheKey is a canonical encoding of everything in the input but the
-// request id: length-prefixed strings, so no two inputs share a key.
-func (in *Input) cacheKey() string {
-	var b strings.Builder
-	b.Grow(128)
-	str := func(s string) {
-		b.WriteString(strconv.Itoa(len(s)))
-		b.WriteByte(':')
-		b.WriteString(s)
+// keyEncoder derives decision cache keys from the input document itself:
+// the JSON form of Input, which is what Rego sees as input
+// (TestInputValueMatchesJSON keeps the two equal), with request_id left
+// out. Every field with a json tag is therefore in the key, and no
+// hand-kept list of fields can miss one. JSON is injective on strings of
+// valid UTF-8; encoding/json writes every invalid byte as \ufffd, so a
+// key containing that escape is not used (see key).
+type keyEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+	in  Input // the copy encoded, without request_id
+}
+
+// invalidUTF8 is how encoding/json writes a byte that is not UTF-8. A
+// valid input may produce it too (a backslash before "ufffd"); such a
+// rare input is only evaluated uncached.
+var invalidUTF8 = []byte(`\ufffd`)
+
+// key encodes in's cache key into k; ok is false when the input must not
+// be cached (see invalidUTF8). The key is valid until k is reused.
+func (k *keyEncoder) key(in *Input) (key []byte, ok bool) {
+	k.buf.Reset()
+	k.in = *in
+	k.in.RequestID = ""
+	err := k.enc.Encode(&k.in)
+	k.in = Input{} // hold no caller's slices in the pool
+	if err != nil {
+		return nil, false // Input has no type encoding/json refuses
 	}
-	// nullable lists are JSON null when nil, which Rego tells from [];
-	// the others are omitted when empty, nil or not.
-	strs := func(ss []string, nullable bool) {
-		if nullable && ss == nil {
-			b.WriteByte('n')
-			return
-		}
-		b.WriteString(strconv.Itoa(len(ss)))
-		b.WriteByte('[')
-		for _, s := range ss {
-			str(s)
-		}
+	key = k.buf.Bytes()
+	if bytes.Contains(key, invalidUTF8) {
+		return nil, false
 	}
-	b.WriteString(strconv.Itoa(in.Version))
-	str(in.Principal.ID)
-	strs(in.Principal.Groups, true)
-	b.WriteString(strconv.FormatBool(in.Principal.Anonymous))
-	str(string(in.Action))
-	str(in.API)
-	str(in.Ref.Name)
-	str(in.Ref.Type)
-	if in.Target != nil {
-		b.WriteByte('t')
-		str(in.Target.Name)
-		str(in.Target.Type)
-	}
-	b.WriteString(strconv.Itoa(len(in.Contents)))
-	for _, c := range in.Contents {
-		b.WriteByte('{')
-		strs(c.Key, true)
-		str(c.Type)
-		str(c.Change)
-		if c.Iceberg != nil {
-			b.WriteByte('i')
-			strs(c.Iceberg.Operations, false)
-			strs(c.Iceberg.Updates, false)
-			strs(c.Iceberg.Branches, false)
-		}
-	}
-	return b.String()
+	return key, true
 }

@@ -2,8 +2,10 @@ package policy
 
 import (
 	"bytes"
-	"encoding/json"
+	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -41,52 +43,190 @@ func TestCacheable(t *testing.T) {
 	}
 }
 
-// TestCacheKeyDistinguishesInputs: inputs that differ anywhere but in
-// request_id have different keys, and request_id does not matter.
-func TestCacheKeyDistinguishesInputs(t *testing.T) {
-	base := mergeOp(principal("pat", "publishers"), ActionMerge, "dev", "main", []string{"db", "t"})
-	base.Contents[0].Iceberg = &IcebergChange{Operations: []string{"append"}, Updates: []string{"add-snapshot"}, Branches: []string{"main"}}
-	mutations := map[string]func(*Input){
-		"version":      func(in *Input) { in.Version = 2 },
-		"principal":    func(in *Input) { in.Principal.ID = "pat2" },
-		"groups":       func(in *Input) { in.Principal.Groups = []string{"publishers", "x"} },
-		"nil groups":   func(in *Input) { in.Principal.Groups = nil },
-		"empty groups": func(in *Input) { in.Principal.Groups = []string{} },
-		"anonymous":    func(in *Input) { in.Principal.Anonymous = true },
-		"action":       func(in *Input) { in.Action = ActionTransplant },
-		"api":          func(in *Input) { in.API = "iceberg" },
-		"ref":          func(in *Input) { in.Ref.Name = "dev2" },
-		"ref type":     func(in *Input) { in.Ref.Type = RefTag },
-		"no target":    func(in *Input) { in.Target = nil },
-		"target":       func(in *Input) { in.Target = &Ref{Name: "main2", Type: RefBranch} },
-		"key":          func(in *Input) { in.Contents[0].Key = []string{"db", "u"} },
-		"key split":    func(in *Input) { in.Contents[0].Key = []string{"dbt"} },
-		"change":       func(in *Input) { in.Contents[0].Change = ChangeCreate },
-		"type":         func(in *Input) { in.Contents[0].Type = TypeView },
-		"operation":    func(in *Input) { in.Contents[0].Iceberg.Operations = []string{"delete"} },
-		"no iceberg":   func(in *Input) { in.Contents[0].Iceberg = nil },
-		"more content": func(in *Input) { in.Contents = append(in.Contents, Content{Key: []string{"db"}, Change: ChangeUpdate}) },
+// cacheKeyOf is the key Decide looks a decision up by; "" for an input
+// that is not cached.
+func cacheKeyOf(in *Input) string {
+	c := newDecisionCache(1)
+	k := c.encoder()
+	key, ok := k.key(in)
+	if !ok {
+		return ""
 	}
-	clone := func() Input {
-		var in Input
-		raw, _ := json.Marshal(base)
-		_ = json.Unmarshal(raw, &in)
-		return in
-	}
-	keys := map[string]string{base.cacheKey(): "base"}
-	for name, mutate := range mutations {
-		in := clone()
-		mutate(&in)
-		k := in.cacheKey()
-		if other, dup := keys[k]; dup {
-			t.Errorf("%s has the key of %s", name, other)
+	return string(key)
+}
+
+// leafVariant is an input differing from the filled base input in one
+// place, found by reflection.
+type leafVariant struct {
+	path string
+	in   Input
+}
+
+// fillValue sets every field under v to a distinct non-zero value:
+// strings unique to their path, numbers 1, pointers allocated, slices of
+// two elements, so that any one change is visible.
+func fillValue(v reflect.Value, path string) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString("v:" + path)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		v.SetInt(1)
+	case reflect.Float64:
+		v.SetFloat(1)
+	case reflect.Bool:
+		v.SetBool(false)
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fillValue(v.Elem(), path)
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
+		for i := range 2 {
+			fillValue(v.Index(i), fmt.Sprintf("%s[%d]", path, i))
 		}
-		keys[k] = name
+	case reflect.Struct:
+		for i := range v.NumField() {
+			fillValue(v.Field(i), path+"."+v.Type().Field(i).Name)
+		}
+	default:
+		panic(fmt.Sprintf("fillValue: %s has kind %s; teach the test about it", path, v.Kind()))
 	}
-	in := clone()
-	in.RequestID = "another request"
-	if in.cacheKey() != base.cacheKey() {
-		t.Error("request_id changed the key")
+}
+
+// leafVariants returns, for every place under the root, copies of
+// base changed only there: each scalar changed, each pointer nil, each
+// slice nil, empty and one longer.
+func leafVariants(base Input) []leafVariant {
+	var out []leafVariant
+	var walk func(get func(*Input) reflect.Value, t reflect.Type, path string)
+	variant := func(path string, get func(*Input) reflect.Value, change func(reflect.Value)) {
+		in := cloneInput(base)
+		change(get(&in))
+		out = append(out, leafVariant{path, in})
+	}
+	walk = func(get func(*Input) reflect.Value, t reflect.Type, path string) {
+		switch t.Kind() {
+		case reflect.String:
+			variant(path, get, func(v reflect.Value) { v.SetString(v.String() + "x") })
+		case reflect.Int, reflect.Int64, reflect.Int32:
+			variant(path, get, func(v reflect.Value) { v.SetInt(v.Int() + 1) })
+		case reflect.Float64:
+			variant(path, get, func(v reflect.Value) { v.SetFloat(v.Float() + 0.5) })
+		case reflect.Bool:
+			variant(path, get, func(v reflect.Value) { v.SetBool(!v.Bool()) })
+		case reflect.Pointer:
+			variant(path+"=nil", get, func(v reflect.Value) { v.SetZero() })
+			walk(func(in *Input) reflect.Value { return get(in).Elem() }, t.Elem(), path)
+		case reflect.Slice:
+			variant(path+"=nil", get, func(v reflect.Value) { v.SetZero() })
+			variant(path+"=[]", get, func(v reflect.Value) { v.Set(reflect.MakeSlice(t, 0, 0)) })
+			variant(path+"+1", get, func(v reflect.Value) {
+				extra := reflect.New(t.Elem()).Elem()
+				fillValue(extra, path+"[2]")
+				v.Set(reflect.Append(v, extra))
+			})
+			for i := range 2 {
+				walk(func(in *Input) reflect.Value { return get(in).Index(i) }, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
+			}
+		case reflect.Struct:
+			for i := range t.NumField() {
+				walk(func(in *Input) reflect.Value { return get(in).Field(i) }, t.Field(i).Type, path+"."+t.Field(i).Name)
+			}
+		default:
+			panic(fmt.Sprintf("leafVariants: %s has kind %s; teach the test about it", path, t.Kind()))
+		}
+	}
+	walk(func(in *Input) reflect.Value { return reflect.ValueOf(in).Elem() }, reflect.TypeFor[Input](), "Input")
+	return out
+}
+
+// cloneInput deep-copies an input through reflection, so variants share
+// no slice or pointer with the base.
+func cloneInput(in Input) Input {
+	var deep func(v reflect.Value) reflect.Value
+	deep = func(v reflect.Value) reflect.Value {
+		switch v.Kind() {
+		case reflect.Pointer:
+			if v.IsNil() {
+				return v
+			}
+			p := reflect.New(v.Type().Elem())
+			p.Elem().Set(deep(v.Elem()))
+			return p
+		case reflect.Slice:
+			if v.IsNil() {
+				return v
+			}
+			s := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+			for i := range v.Len() {
+				s.Index(i).Set(deep(v.Index(i)))
+			}
+			return s
+		case reflect.Struct:
+			s := reflect.New(v.Type()).Elem()
+			for i := range v.NumField() {
+				s.Field(i).Set(deep(v.Field(i)))
+			}
+			return s
+		default:
+			return v
+		}
+	}
+	return deep(reflect.ValueOf(in)).Interface().(Input)
+}
+
+// TestCacheKeyDistinguishesInputs: for every field of Input, found by
+// reflection through nested structs, pointers and slices, two inputs that
+// differ only there have different cache keys; request_id alone does not
+// change the key. A field added to Input but not to the document the
+// policy sees fails here (and in TestInputValueMatchesJSON).
+func TestCacheKeyDistinguishesInputs(t *testing.T) {
+	var base Input
+	fillValue(reflect.ValueOf(&base).Elem(), "Input")
+	baseKey := cacheKeyOf(&base)
+	variants := leafVariants(base)
+	requestIDs := 0
+	for _, v := range variants {
+		k := cacheKeyOf(&v.in)
+		if strings.HasPrefix(v.path, "Input.RequestID") {
+			requestIDs++
+			if k != baseKey {
+				t.Errorf("%s changed the key; request_id must not", v.path)
+			}
+			continue
+		}
+		if k == baseKey {
+			t.Errorf("%s: an input differing only there has the same cache key", v.path)
+		}
+	}
+	if requestIDs != 1 {
+		t.Errorf("found %d variants of Input.RequestID, want 1", requestIDs)
+	}
+	// Input has 10 scalar leaves per content element, and more; a walk
+	// finding few would prove little.
+	if len(variants) < 40 {
+		t.Errorf("only %d variants found", len(variants))
+	}
+	t.Logf("%d single-field variants checked", len(variants))
+
+	// Values the reflection walk does not produce but the wire can: a key
+	// split differently, nil and empty groups (null and [] in Rego).
+	pairs := [][2]Input{
+		{withContents(base, []string{"ab", "c"}), withContents(base, []string{"a", "bc"})},
+		{op(Principal{ID: "a"}, ActionRead, base.Ref), op(Principal{ID: "a", Groups: []string{}}, ActionRead, base.Ref)},
+		{op(principal("a<b"), ActionRead, base.Ref), op(principal("a\\u003cb"), ActionRead, base.Ref)},
+	}
+	for _, p := range pairs {
+		if cacheKeyOf(&p[0]) == cacheKeyOf(&p[1]) {
+			t.Errorf("%+v and %+v share a cache key", p[0], p[1])
+		}
+	}
+	// encoding/json writes every invalid UTF-8 byte as \ufffd, so such
+	// inputs would share keys: they are not cached at all.
+	for _, id := range []string{"a\xff", "a\\ufffd"} {
+		in := op(principal(id), ActionRead, base.Ref)
+		if k := cacheKeyOf(&in); k != "" {
+			t.Errorf("principal %q has cache key %q; it must not be cached", id, k)
+		}
 	}
 }
 
@@ -145,11 +285,11 @@ func TestDecisionCacheEviction(t *testing.T) {
 	c.put("a", cachedDecision{allow: true})
 	c.put("b", cachedDecision{})
 	c.put("c", cachedDecision{})
-	if _, ok := c.get("a"); ok {
+	if _, ok := c.get([]byte("a")); ok {
 		t.Error("the oldest entry survived a full cache")
 	}
 	for _, k := range []string{"b", "c"} {
-		if _, ok := c.get(k); !ok {
+		if _, ok := c.get([]byte(k)); !ok {
 			t.Errorf("%s was evicted", k)
 		}
 	}

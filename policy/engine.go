@@ -407,22 +407,27 @@ func keepTerm(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }
 
 // eval evaluates the decision for in.
 func (a *activeBundle) eval(ctx context.Context, in *Input) (bool, []string, error) {
+	return a.evalValue(ctx, in.astValue())
+}
+
+// evalValue evaluates the decision for an input document (Input.astValue).
+func (a *activeBundle) evalValue(ctx context.Context, input ast.Value) (bool, []string, error) {
 	if a.plan != nil {
-		return evalPlan(ctx, a.plan, in)
+		return evalPlan(ctx, a.plan, input)
 	}
-	return a.evalTopdown(ctx, in)
+	return a.evalTopdown(ctx, input)
 }
 
 // evalTopdown evaluates the decision with OPA's topdown. Cancellation goes through
 // context.AfterFunc rather than the goroutine rego starts per evaluation
 // otherwise; at this size of query that goroutine is a visible share of
 // the cost.
-func (a *activeBundle) evalTopdown(ctx context.Context, in *Input) (bool, []string, error) {
+func (a *activeBundle) evalTopdown(ctx context.Context, input ast.Value) (bool, []string, error) {
 	cancel := topdown.NewCancel()
 	stop := context.AfterFunc(ctx, cancel.Cancel)
 	defer stop()
 	rs, err := a.query.Eval(ctx,
-		rego.EvalParsedInput(in.astValue()),
+		rego.EvalParsedInput(input),
 		rego.EvalExternalCancel(cancel),
 		rego.EvalMetrics(noopMetrics),
 		rego.EvalGenerateJSON(keepTerm))
@@ -464,14 +469,17 @@ func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 	}
 	start := time.Now()
 	d := Decision{ID: uuid.NewString()}
-	var key string
-	cached := false
+	var key []byte
+	useCache, cached := false, false
 	if a.cache != nil {
-		key = in.cacheKey()
-		var c cachedDecision
-		if c, cached = a.cache.get(key); cached {
-			d.Allow, d.Reasons = c.allow, slices.Clone(c.reasons)
-			e.metrics.cacheHit.Inc()
+		k := a.cache.encoder()
+		defer a.cache.release(k)
+		if key, useCache = k.key(&in); useCache {
+			var c cachedDecision
+			if c, cached = a.cache.get(key); cached {
+				d.Allow, d.Reasons = c.allow, slices.Clone(c.reasons)
+				e.metrics.cacheHit.Inc()
+			}
 		}
 	}
 	if !cached {
@@ -486,9 +494,9 @@ func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 		if !d.Allow && len(d.Reasons) == 0 {
 			d.Reasons = []string{reasonDenied}
 		}
-		if a.cache != nil {
+		if useCache {
 			e.metrics.cacheMiss.Inc()
-			a.cache.put(key, cachedDecision{allow: d.Allow, reasons: slices.Clone(d.Reasons)})
+			a.cache.put(string(key), cachedDecision{allow: d.Allow, reasons: slices.Clone(d.Reasons)})
 		}
 	}
 	elapsed := time.Since(start)

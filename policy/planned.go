@@ -61,8 +61,8 @@ func compilePlan(ctx context.Context, a *activeBundle, b *bundle.Bundle) (*plane
 // topdown's answer, and how the two answers differ ("" when they give the
 // same allow and reasons, or both fail).
 func disagreement(ctx context.Context, a *activeBundle, prog *planeval.Program, in *Input) (allow bool, diff string, err error) {
-	ta, tr, terr := a.evalTopdown(ctx, in)
-	pa, pr, perr := evalPlan(ctx, prog, in)
+	ta, tr, terr := a.evalTopdown(ctx, in.astValue())
+	pa, pr, perr := evalPlan(ctx, prog, in.astValue())
 	if (terr != nil) == (perr != nil) && ta == pa && slices.Equal(tr, pr) {
 		return ta, "", terr
 	}
@@ -73,8 +73,8 @@ func disagreement(ctx context.Context, a *activeBundle, prog *planeval.Program, 
 var resultKey = ast.StringTerm("result")
 
 // evalPlan evaluates the decision with a compiled plan.
-func evalPlan(ctx context.Context, prog *planeval.Program, in *Input) (bool, []string, error) {
-	rs, err := prog.Eval(ctx, in.astValue())
+func evalPlan(ctx context.Context, prog *planeval.Program, input ast.Value) (bool, []string, error) {
+	rs, err := prog.Eval(ctx, input)
 	if err != nil {
 		return false, nil, err
 	}
