@@ -260,6 +260,7 @@ func TestDecisionCache(t *testing.T) {
 	if hits := metricValue(t, reg, "floe_policy_decision_cache_total", map[string]string{"result": "hit"}); hits != 2 {
 		t.Fatalf("cache hits = %v, want 2", hits)
 	}
+	e.dlog.close() // write the queued lines; later lines are written at once
 	lines := log.lines(t)
 	if len(lines) != 3 || bytes.Contains(lines[0]["cached"], []byte("true")) || !bytes.Equal(lines[1]["cached"], []byte("true")) {
 		t.Fatalf("decision log cached flags: %v", lines)

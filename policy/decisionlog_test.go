@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // lockedBuffer lets the test read what concurrent decisions wrote.
@@ -45,6 +48,9 @@ func TestDecisionLog(t *testing.T) {
 	before := time.Now()
 	d, err := e.Decide(t.Context(), in)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil { // writes the queued line
 		t.Fatal(err)
 	}
 	lines := buf.lines(t)
@@ -118,6 +124,7 @@ func TestDecisionLogConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	close(ids)
+	_ = e.Close()
 	lines := buf.lines(t)
 	if len(lines) != n {
 		t.Fatalf("got %d log lines, want %d", len(lines), n)
@@ -132,5 +139,146 @@ func TestDecisionLogConcurrent(t *testing.T) {
 		if !logged[id] {
 			t.Errorf("decision %s not logged", id)
 		}
+	}
+}
+
+// gatedWriter blocks every Write until release is closed, as a writer to
+// a stalled pipe or network file system does.
+type gatedWriter struct {
+	release chan struct{}
+	entered chan struct{} // closed at the first Write
+	once    sync.Once
+	lockedBuffer
+}
+
+func newGatedWriter() *gatedWriter {
+	return &gatedWriter{release: make(chan struct{}), entered: make(chan struct{})}
+}
+
+func (g *gatedWriter) Write(p []byte) (int, error) {
+	g.once.Do(func() { close(g.entered) })
+	<-g.release
+	return g.lockedBuffer.Write(p)
+}
+
+// loggedIDs is the set of decision ids in the log.
+func loggedIDs(t *testing.T, b *lockedBuffer) map[string]bool {
+	t.Helper()
+	ids := map[string]bool{}
+	for _, l := range b.lines(t) {
+		var id string
+		if err := json.Unmarshal(l["decision_id"], &id); err != nil {
+			t.Fatal(err)
+		}
+		if ids[id] {
+			t.Errorf("decision %s logged twice", id)
+		}
+		ids[id] = true
+	}
+	return ids
+}
+
+// TestDecisionLogSlowWriter: decisions do not wait for a writer that is
+// stuck, while the buffer has room, and Close writes every line of a
+// decision made before it, once.
+func TestDecisionLogSlowWriter(t *testing.T) {
+	w := newGatedWriter()
+	const n = 200
+	e := newTestEngine(t, Options{DecisionLog: w, DecisionLogBuffer: n})
+	var ids []string
+	for i := range n {
+		// If Decide wrote the line itself, the first call would block on
+		// the gate, which opens only after all n decisions returned.
+		d, err := e.Decide(t.Context(), op(principal(fmt.Sprintf("p%d", i)), ActionRead, branchRef("main")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, d.ID)
+	}
+	<-w.entered // the writer goroutine holds a line, the rest wait
+	close(w.release)
+	_ = e.Close()
+	_ = e.Close() // idempotent
+	logged := loggedIDs(t, &w.lockedBuffer)
+	if len(logged) != n {
+		t.Errorf("%d lines logged, want %d", len(logged), n)
+	}
+	for _, id := range ids {
+		if !logged[id] {
+			t.Errorf("decision %s made before Close is not in the log", id)
+		}
+	}
+	// A decision after Close is still logged, by its caller.
+	d, err := e.Decide(t.Context(), op(principal("late"), ActionRead, branchRef("main")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !loggedIDs(t, &w.lockedBuffer)[d.ID] {
+		t.Error("a decision after Close is not logged")
+	}
+}
+
+// TestDecisionLogFlushOnCloseConcurrent: decisions from many goroutines,
+// with Close racing the last of them, are all logged by the time Close
+// returns (run with -race).
+func TestDecisionLogFlushOnCloseConcurrent(t *testing.T) {
+	var buf lockedBuffer
+	e := newTestEngine(t, Options{DecisionLog: &buf, DecisionLogBuffer: 8})
+	const workers, each = 8, 50
+	var wg sync.WaitGroup
+	idc := make(chan string, workers*each)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				in := op(principal(fmt.Sprintf("w%d", w)), ActionCommit, branchRef(fmt.Sprintf("users/w%d/%d", w, i)))
+				d, err := e.Decide(t.Context(), in)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				idc <- d.ID
+			}
+		})
+	}
+	wg.Wait()
+	_ = e.Close()
+	close(idc)
+	logged := loggedIDs(t, &buf)
+	count := 0
+	for id := range idc {
+		count++
+		if !logged[id] {
+			t.Errorf("decision %s not logged", id)
+		}
+	}
+	if count != workers*each || len(logged) != count {
+		t.Errorf("%d decisions, %d lines; want %d of each", count, len(logged), workers*each)
+	}
+}
+
+// TestDecisionLogFullBuffer: when the writer stays stuck behind a full
+// buffer, a decision waits a little, then its line is dropped and
+// counted; the decision itself stands.
+func TestDecisionLogFullBuffer(t *testing.T) {
+	w := newGatedWriter()
+	reg := prometheus.NewRegistry()
+	e := newTestEngine(t, Options{DecisionLog: w, DecisionLogBuffer: 1, Metrics: reg})
+	e.dlog.fullWait = time.Millisecond
+	const n = 6
+	for i := range n {
+		d, err := e.Decide(t.Context(), op(principal(fmt.Sprintf("p%d", i)), ActionRead, branchRef("main")))
+		if err != nil || !d.Allow {
+			t.Fatalf("decision %d: %+v %v; a full log must not change it", i, d, err)
+		}
+	}
+	// At most two lines are held: one by the blocked writer, one queued.
+	dropped := metricValue(t, reg, "floe_policy_decision_log_dropped_total", nil)
+	if dropped < n-2 {
+		t.Errorf("dropped %v lines, want at least %d", dropped, n-2)
+	}
+	close(w.release)
+	_ = e.Close()
+	if got := len(loggedIDs(t, &w.lockedBuffer)); float64(got)+dropped != n {
+		t.Errorf("%d lines logged and %v dropped, want %d in all", got, dropped, n)
 	}
 }

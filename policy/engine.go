@@ -83,7 +83,16 @@ type Options struct {
 	Evaluator string
 
 	// DecisionLog receives one JSON line per decision; nil logs nothing.
+	// Lines are written by a goroutine of the engine, never by Decide's
+	// caller, and all are written by the time Close returns: close the
+	// writer after the engine.
 	DecisionLog io.Writer
+	// DecisionLogBuffer is how many lines may wait for a slow DecisionLog
+	// writer (0 means DefaultDecisionLogBuffer). When that many wait, a
+	// decision waits up to a second (or its context's end) for room, then
+	// its line is dropped, counted in
+	// floe_policy_decision_log_dropped_total and its id logged.
+	DecisionLogBuffer int
 	// Logger receives bundle activations and failures; nil discards.
 	Logger *slog.Logger
 	// Metrics registers the engine's collectors; nil uses a private
@@ -192,13 +201,16 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		loopDone: make(chan struct{}),
 	}
 	if opts.DecisionLog != nil {
-		e.dlog = &decisionLog{w: opts.DecisionLog}
+		e.dlog = newDecisionLog(opts.DecisionLog, opts.DecisionLogBuffer, e.log, m.logDropped)
 	}
 	// The engine's context outlives New's: it ends at Close.
 	e.ctx, e.cancel = context.WithCancel(context.WithoutCancel(ctx))
 
 	if err := e.start(ctx); err != nil {
 		e.cancel()
+		if e.dlog != nil {
+			e.dlog.close()
+		}
 		m.unregister(e.reg)
 		return nil, err
 	}
@@ -276,13 +288,18 @@ func (e *Engine) loop(poll func()) {
 	}
 }
 
-// Close stops watching the bundle source and unregisters the metrics.
-// Decisions already in flight complete; Decide after Close still answers
-// with the last active bundle.
+// Close stops watching the bundle source, writes every decision-log line
+// of the decisions made so far, and unregisters the metrics. It is
+// idempotent. Decisions already in flight complete; Decide after Close
+// still answers with the last active bundle, and writes its log line
+// itself.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
 		e.cancel()
 		<-e.loopDone
+		if e.dlog != nil {
+			e.dlog.close()
+		}
 		e.metrics.unregister(e.reg)
 	})
 	return nil
@@ -516,10 +533,10 @@ func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 			Cached:     cached,
 			Revision:   a.revision,
 		}
-		if err := e.dlog.write(&entry); err != nil {
+		if err := e.dlog.write(ctx, &entry); err != nil {
 			// The decision stands; losing a log line must not turn an
 			// answer into an outage.
-			e.log.Error("decision log write failed", "decision_id", d.ID, "err", err)
+			e.log.Error("decision log line lost", "decision_id", d.ID, "err", err)
 		}
 	}
 	return d, nil

@@ -23,6 +23,7 @@ type metrics struct {
 	cache       *prometheus.CounterVec
 	cacheHit    prometheus.Counter
 	cacheMiss   prometheus.Counter
+	logDropped  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -50,6 +51,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "floe_policy_decision_cache_total",
 			Help: "Decisions answered from the decision cache (hit) or evaluated and cached (miss).",
 		}, []string{"result"}),
+		logDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "floe_policy_decision_log_dropped_total",
+			Help: "Decision-log lines dropped because the writer stayed behind a full buffer.",
+		}),
 		revision: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "floe_policy_bundle_info",
 			Help: "The active policy bundle: 1 for its revision and the evaluator running it (plan or topdown).",
@@ -63,7 +68,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.cacheHit = m.cache.WithLabelValues("hit")
 	m.cacheMiss = m.cache.WithLabelValues("miss")
 
-	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.activations, m.fetchErrors, m.revision, m.cache} {
+	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.activations, m.fetchErrors, m.revision, m.cache, m.logDropped} {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if errors.As(err, &already) {
@@ -77,7 +82,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 
 // unregister lets a closed engine's registry take a new engine.
 func (m *metrics) unregister(reg prometheus.Registerer) {
-	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.activations, m.fetchErrors, m.revision, m.cache} {
+	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.activations, m.fetchErrors, m.revision, m.cache, m.logDropped} {
 		reg.Unregister(c)
 	}
 }

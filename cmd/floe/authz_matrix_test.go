@@ -761,25 +761,14 @@ func (e *authzEnv) logSize(t *testing.T) int64 {
 // decision of action for principal, and that they all answered allow.
 func (e *authzEnv) checkDecided(t *testing.T, from int64, principal, action string, allow bool) {
 	t.Helper()
-	f, err := os.Open(e.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.Seek(from, io.SeekStart); err != nil {
-		t.Fatal(err)
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	matches := func(d decision) bool { return d.Input.Principal.ID == principal && d.Input.Action == action }
 	var got []bool
-	for _, l := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+	for _, l := range e.logLines(t, from, matches) {
 		var d decision
-		if l == "" || json.Unmarshal([]byte(l), &d) != nil {
+		if json.Unmarshal([]byte(l), &d) != nil {
 			continue
 		}
-		if d.Input.Principal.ID == principal && d.Input.Action == action {
+		if matches(d) {
 			got = append(got, d.Result.Allow)
 		}
 	}
@@ -820,6 +809,52 @@ func checkErrorModel(t *testing.T, api string, r httpResult, status int, reason 
 	}
 	if msg == "" || !strings.Contains(msg, reason) {
 		t.Fatalf("message %q does not name %q", msg, reason)
+	}
+}
+
+// logLines returns the complete lines of the decision log from offset
+// on. The engine writes the log from a goroutine of its own, shortly after
+// the decision, so it waits (up to ten seconds) for a line that want
+// matches.
+func (e *authzEnv) logLines(t *testing.T, from int64, want func(decision) bool) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f, err := os.Open(e.logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.Seek(from, io.SeekStart)
+		var data []byte
+		if err == nil {
+			data, err = io.ReadAll(f)
+		}
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A line being written is not complete yet.
+		if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+			data = data[:i]
+		} else {
+			data = nil
+		}
+		var lines []string
+		found := false
+		for _, l := range strings.Split(string(data), "\n") {
+			var d decision
+			if l == "" {
+				continue
+			}
+			lines = append(lines, l)
+			if json.Unmarshal([]byte(l), &d) == nil && want(d) {
+				found = true
+			}
+		}
+		if found || time.Now().After(deadline) {
+			return lines
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -893,12 +928,8 @@ type decision struct {
 // decisions returns the logged decisions that match.
 func (e *authzEnv) decisions(t *testing.T, match func(decision) bool) []decision {
 	t.Helper()
-	data, err := os.ReadFile(e.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []decision
-	for _, l := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+	for _, l := range e.logLines(t, 0, match) {
 		var d decision
 		if err := json.Unmarshal([]byte(l), &d); err != nil {
 			t.Fatalf("decision log line %q: %v", l, err)
