@@ -144,6 +144,9 @@ type activeBundle struct {
 	plan *planeval.Program
 	// topdownWhy says why an auto-configured bundle has no plan.
 	topdownWhy string
+	// testInputs is how many inputs of the bundle's own tests the plan
+	// was verified on, besides verificationInputs.
+	testInputs int
 }
 
 // evaluator names what evaluates the bundle's decisions.
@@ -342,7 +345,8 @@ func (e *Engine) activate(ctx context.Context, b *bundle.Bundle, source string) 
 	e.active.Store(a)
 	e.metrics.activatedOK.Inc()
 	e.metrics.setRevision(a.revision, a.evaluator())
-	e.log.Info("policy bundle activated", "source", source, "revision", a.revision, "previous_revision", prev, "evaluator", a.evaluator())
+	e.log.Info("policy bundle activated", "source", source, "revision", a.revision, "previous_revision", prev,
+		"evaluator", a.evaluator(), "verified_test_inputs", a.testInputs)
 	if a.topdownWhy != "" {
 		// Correct either way, only slower; the operator may want to know
 		// which construct keeps the bundle off the plan evaluator.

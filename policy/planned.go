@@ -54,20 +54,41 @@ func compilePlan(ctx context.Context, a *activeBundle, b *bundle.Bundle) (*plane
 			return nil, diff
 		}
 	}
+	// The bundle's own tests say which inputs its authors care about.
+	tests := bundleTestInputs(b)
+	for _, in := range tests {
+		if _, diff, _ := compareEvaluators(ctx, a, prog, in); diff != "" {
+			if ctx.Err() != nil {
+				return nil, ctx.Err().Error()
+			}
+			return nil, fmt.Sprintf("plan and topdown disagree on input %v of the bundle's tests: %s", in, diff)
+		}
+	}
+	a.testInputs = len(tests)
 	return prog, ""
+}
+
+// compareEvaluators decides an input document with topdown and with
+// prog. It returns topdown's answer, and how the two answers differ (""
+// when they give the same allow and reasons, or both fail).
+func compareEvaluators(ctx context.Context, a *activeBundle, prog *planeval.Program, input ast.Value) (allow bool, diff string, err error) {
+	ta, tr, terr := a.evalTopdown(ctx, input)
+	pa, pr, perr := evalPlan(ctx, prog, input)
+	if (terr != nil) == (perr != nil) && ta == pa && slices.Equal(tr, pr) {
+		return ta, "", terr
+	}
+	return ta, fmt.Sprintf("topdown allow=%v reasons=%q err=%v, plan allow=%v reasons=%q err=%v", ta, tr, terr, pa, pr, perr), terr
 }
 
 // disagreement decides in with topdown and with prog. It returns
 // topdown's answer, and how the two answers differ ("" when they give the
 // same allow and reasons, or both fail).
 func disagreement(ctx context.Context, a *activeBundle, prog *planeval.Program, in *Input) (allow bool, diff string, err error) {
-	ta, tr, terr := a.evalTopdown(ctx, in.astValue())
-	pa, pr, perr := evalPlan(ctx, prog, in.astValue())
-	if (terr != nil) == (perr != nil) && ta == pa && slices.Equal(tr, pr) {
-		return ta, "", terr
+	allow, diff, err = compareEvaluators(ctx, a, prog, in.astValue())
+	if diff != "" {
+		diff = fmt.Sprintf("plan and topdown disagree on %s by %q on %s %q: %s", in.Action, in.Principal.ID, in.Ref.Type, in.Ref.Name, diff)
 	}
-	return ta, fmt.Sprintf("plan and topdown disagree on %s by %q on %s %q: topdown allow=%v reasons=%q err=%v, plan allow=%v reasons=%q err=%v",
-		in.Action, in.Principal.ID, in.Ref.Type, in.Ref.Name, ta, tr, terr, pa, pr, perr), terr
+	return allow, diff, err
 }
 
 var resultKey = ast.StringTerm("result")
