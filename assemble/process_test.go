@@ -15,9 +15,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/gorilla/mux"
 
 	"github.com/floe-catalog/floe/assemble"
@@ -226,6 +228,57 @@ func TestForcedShutdownClosesServices(t *testing.T) {
 		t.Fatalf("Serve with a request outliving the shutdown timeout = %v, want a timeout error", err)
 	}
 	reopen(t, cfg.DataDir)
+}
+
+// TestBackgroundWorkersRun: the root runs the facade's sweep of expired
+// idempotency records (it would pile up in the store otherwise) and stops
+// it on shutdown.
+func TestBackgroundWorkersRun(t *testing.T) {
+	cfg := config(t.TempDir())
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	cfg.Iceberg.Now = func() time.Time { return time.Unix(0, now.Load()) }
+	cfg.Iceberg.IdempotencyKeyLifetime = time.Second // swept every second
+	cfg.Security.Policy = nil
+	p, err := assemble.Build(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", cfg.HTTP.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(ctx, ln) }()
+	base := "http://" + ln.Addr().String()
+
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/v1/lake/namespaces", strings.NewReader(`{"namespace":["ns"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", uuid.Must(uuid.NewV7()).String())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("create namespace with an Idempotency-Key: %d", resp.StatusCode)
+	}
+	now.Add(int64(time.Minute)) // the record has expired
+	const swept = "floe_iceberg_idempotency_records_expired_total 1"
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(get(t, base+"/metrics", ""), swept); {
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics lacks %q 30s after the record expired: no sweep ran", swept)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
 }
 
 // get sends a GET with request id id (if set) and returns the body; any
