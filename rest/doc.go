@@ -4,7 +4,8 @@
 // admin). It translates requests into version-store operations and results
 // back into each API's JSON and error model. Each API lives in its own
 // subpackage (the Iceberg REST facade in rest/icebergrest) and registers its
-// routes on a *mux.Router; cmd/floe adapts that into a server.Mount.
+// routes on a *mux.Router; the composition root (package assemble) builds
+// each API and serves its routes through a server.Mount.
 //
 // rest packages may import versionstore (its exported API only) and policy
 // (to ask whether an operation is allowed). They must not import server,

@@ -4,27 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Config is everything one floe server process needs. The zero value of any
+// Config is everything floe's HTTP server needs. The zero value of any
 // field means its default (see DefaultConfig), so tests set only what they
 // care about.
 type Config struct {
 	// Addr is the TCP address to listen on. Port 0 picks a free port; the
-	// bound address is logged and passed to OnListen.
+	// bound address is logged and passed to OnListen. Serve is given its
+	// listener; Addr is for the caller that opens it.
 	Addr string
-	// DataDir holds the embedded (Pebble) version store.
-	DataDir string
-	// Warehouse is the root location of table data: a local directory or
-	// file:// URL, created if missing, or an object store URL (s3://...),
-	// which the server leaves to the mounts that use it.
-	Warehouse string
 
 	// MaxBodyBytes caps every request body. Larger requests get 413.
 	MaxBodyBytes int64
@@ -42,25 +35,29 @@ type Config struct {
 	// after shutdown begins; then remaining connections are closed.
 	ShutdownTimeout time.Duration
 
-	// Mounts add the APIs' routes, in order, once the store is open and
-	// before the server accepts connections.
+	// Mounts add the APIs' routes, in order, before the server accepts
+	// connections.
 	Mounts []Mount
+	// Registry is where the server's metrics (HTTP, Go, process, version
+	// store) are registered and what /metrics serves; the APIs' collectors
+	// belong in it too. nil means a new private registry.
+	Registry *prometheus.Registry
 
 	// OnListen, if set, is called with the bound address once the listener
 	// is open and before requests are served.
 	OnListen func(net.Addr)
 }
 
-// Mount adds one API's routes to the router. The router decodes nothing:
-// it matches on the encoded path (UseEncodedPath), so path variables arrive
-// still percent-encoded and the API decides how to decode them.
-type Mount func(r *mux.Router, env Env) error
+// Mount adds one API's routes to the router: a plain route registration
+// over services built before the server (see package assemble), never the
+// place a service is created. The router decodes nothing: it matches on
+// the encoded path (UseEncodedPath), so path variables arrive still
+// percent-encoded and the API decides how to decode them.
+type Mount func(r *mux.Router) error
 
 // Defaults applied to zero Config fields.
 const (
 	DefaultAddr              = "127.0.0.1:8181"
-	DefaultDataDir           = "./data"
-	DefaultWarehouse         = "./warehouse"
 	DefaultMaxBodyBytes      = 16 << 20
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultReadTimeout       = 60 * time.Second
@@ -69,12 +66,10 @@ const (
 	DefaultShutdownTimeout   = 30 * time.Second
 )
 
-// DefaultConfig returns the configuration `floe serve` starts with.
+// DefaultConfig returns the HTTP configuration `floe serve` starts with.
 func DefaultConfig() Config {
 	return Config{
 		Addr:              DefaultAddr,
-		DataDir:           DefaultDataDir,
-		Warehouse:         DefaultWarehouse,
 		MaxBodyBytes:      DefaultMaxBodyBytes,
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
 		ReadTimeout:       DefaultReadTimeout,
@@ -89,12 +84,6 @@ func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	if c.Addr == "" {
 		c.Addr = d.Addr
-	}
-	if c.DataDir == "" {
-		c.DataDir = d.DataDir
-	}
-	if c.Warehouse == "" {
-		c.Warehouse = d.Warehouse
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = d.MaxBodyBytes
@@ -138,17 +127,4 @@ func (c Config) validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// localWarehouseDir returns the directory of a local warehouse (a path or a
-// file:// URL), and false for an object store URL such as s3://bucket/wh.
-func localWarehouseDir(loc string) (string, bool) {
-	u, err := url.Parse(loc)
-	if err != nil || u.Scheme == "" || len(u.Scheme) == 1 { // "C:\lake" parses with scheme "c"
-		return loc, true
-	}
-	if strings.EqualFold(u.Scheme, "file") {
-		return filepath.FromSlash(u.Path), true
-	}
-	return "", false
 }

@@ -1,12 +1,14 @@
-// Package server wires one floe process together: it turns a Config into an
-// open version store and an HTTP server, owns the middleware every API shares
-// (request ids, access logs, metrics, panic recovery, body limits, timeouts),
-// the health, readiness and metrics endpoints, and the lifecycle from start to
-// graceful shutdown, in which the store is always closed last.
+// Package server is floe's HTTP wiring: the router, the middleware every
+// API shares (request ids, access logs, metrics, panic recovery, body
+// limits, timeouts), the health, readiness and metrics endpoints, and the
+// HTTP side of shutdown: /readyz fails, the listener closes after the drain
+// delay, and in-flight requests get the shutdown timeout to finish.
 //
-// APIs (the Iceberg REST facade, the Nessie API, floe's own API) plug in
-// through Config.Mounts and bring their own handlers; cmd/floe adapts each
-// API's route registration into a Mount, so server never imports the API
-// packages. This package holds no domain logic: it never interprets catalog
-// content, refs or Iceberg JSON. versionstore must never import server.
+// It builds no service. The version store, authentication, the policy
+// engine and the APIs are built by the composition root (package assemble),
+// which hands New the open store and the APIs' route registrations
+// (Config.Mounts) and closes the services only after Serve has returned.
+// This package holds no domain logic: it never interprets catalog content,
+// refs or Iceberg JSON, and imports no API package. versionstore must never
+// import server.
 package server

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -17,23 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/floe-catalog/floe/versionstore"
-	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 )
-
-// Env is what a Mount receives besides the router: the services of this
-// process that APIs build on.
-type Env struct {
-	// Store is the open version store; it outlives every request.
-	Store *versionstore.Store
-	// Logger is the process logger; use RequestID(ctx) to tie lines to a
-	// request.
-	Logger *slog.Logger
-	// Metrics is the server's private registry; APIs register their own
-	// collectors here and they appear on /metrics.
-	Metrics prometheus.Registerer
-	// Warehouse is the root location for table data.
-	Warehouse string
-}
 
 // Server is floe's HTTP front: one router with the shared middleware, the
 // probes and metrics endpoints, and whatever APIs were mounted. It is an
@@ -48,7 +31,8 @@ type Server struct {
 }
 
 // New builds a server over an open store and mounts cfg.Mounts. It does not
-// listen; see Serve and Run.
+// listen; see Serve. The store is the caller's: it must stay open until
+// Serve has returned, and the server never closes it.
 func New(cfg Config, logger *slog.Logger, store *versionstore.Store) (*Server, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -60,7 +44,10 @@ func New(cfg Config, logger *slog.Logger, store *versionstore.Store) (*Server, e
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	registry := prometheus.NewRegistry()
+	registry := cfg.Registry
+	if registry == nil {
+		registry = prometheus.NewRegistry()
+	}
 	metrics, err := newHTTPMetrics(registry)
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
@@ -91,9 +78,8 @@ func New(cfg Config, logger *slog.Logger, store *versionstore.Store) (*Server, e
 		Registry: registry,
 	})).Methods(http.MethodGet)
 
-	env := Env{Store: store, Logger: logger, Metrics: registry, Warehouse: cfg.Warehouse}
 	for i, mount := range cfg.Mounts {
-		if err := mount(r, env); err != nil {
+		if err := mount(r); err != nil {
 			return nil, fmt.Errorf("mounting API %d of %d: %w", i+1, len(cfg.Mounts), err)
 		}
 	}
@@ -103,7 +89,10 @@ func New(cfg Config, logger *slog.Logger, store *versionstore.Store) (*Server, e
 // Serve answers HTTP on ln until ctx is cancelled, then shuts down
 // gracefully: /readyz turns 503, after DrainDelay the listener closes and
 // in-flight requests get ShutdownTimeout to finish. It returns nil after a
-// clean shutdown. Serve closes ln but not the store.
+// clean shutdown, when no handler runs any more, so the services the
+// handlers use may then close; after a forced one (ShutdownTimeout passed)
+// it returns an error and cut handlers may still be finishing. Serve closes
+// ln but not the store.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s,
@@ -148,55 +137,4 @@ func (s *Server) shutdown(hs *http.Server) error {
 	}
 	s.logger.Info("HTTP server stopped")
 	return nil
-}
-
-// Run is `floe serve`: it opens the store in cfg.DataDir, creates the
-// warehouse directory, serves HTTP on cfg.Addr until ctx is cancelled, shuts
-// down gracefully and closes the store last. It returns nil after a clean
-// shutdown.
-func Run(ctx context.Context, cfg Config, logger *slog.Logger) (err error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return fmt.Errorf("invalid server config: %w", err)
-	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	if dir, ok := localWarehouseDir(cfg.Warehouse); ok {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return fmt.Errorf("creating warehouse directory: %w", err)
-		}
-	}
-	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return fmt.Errorf("creating data directory: %w", err)
-	}
-
-	be, err := pebblebackend.Open(cfg.DataDir, pebblebackend.Options{Logger: logger})
-	if err != nil {
-		return fmt.Errorf("opening store backend in %s: %w", cfg.DataDir, err)
-	}
-	store, err := versionstore.Open(ctx, be, versionstore.Options{Logger: logger})
-	if err != nil {
-		return errors.Join(fmt.Errorf("opening version store in %s: %w", cfg.DataDir, err), be.Close())
-	}
-	logger.Info("version store open", "data_dir", cfg.DataDir)
-	// The store closes last, once Serve has returned: the listener is closed
-	// and every request has finished or had its connection cut.
-	defer func() {
-		if cerr := store.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("closing version store in %s: %w", cfg.DataDir, cerr))
-			return
-		}
-		logger.Info("version store closed", "data_dir", cfg.DataDir)
-	}()
-
-	srv, err := New(cfg, logger, store)
-	if err != nil {
-		return err
-	}
-	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.Addr)
-	if err != nil {
-		return err // already says "listen tcp <addr>: ..."
-	}
-	return srv.Serve(ctx, ln)
 }

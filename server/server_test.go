@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -25,42 +24,63 @@ import (
 	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 )
 
-// testServer is server.Run on a free loopback port with its own data dir.
+// testServer is Serve on a free loopback port over its own store.
 type testServer struct {
-	url     string
-	addr    string
-	dataDir string
-	logs    *syncBuffer
-	cancel  context.CancelFunc
-	done    chan error
+	url    string
+	addr   string
+	store  *versionstore.Store
+	logs   *syncBuffer
+	cancel context.CancelFunc
+	done   chan error
 
 	once   sync.Once
 	err    error
-	waited bool // the test looked at Run's result itself
+	waited bool // the test looked at Serve's result itself
+}
+
+// openStore opens a Pebble-backed store in a temporary directory, closed
+// when the test ends.
+func openStore(t *testing.T) *versionstore.Store {
+	t.Helper()
+	be, err := pebblebackend.Open(t.TempDir(), pebblebackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := versionstore.Open(t.Context(), be, versionstore.Options{})
+	if err != nil {
+		_ = be.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	return store
 }
 
 func start(t *testing.T, cfg server.Config) *testServer {
 	t.Helper()
-	cfg.Addr = "127.0.0.1:0"
-	if cfg.DataDir == "" {
-		cfg.DataDir = t.TempDir()
-	}
-	cfg.Warehouse = filepath.Join(t.TempDir(), "warehouse")
 	addrs := make(chan net.Addr, 1)
 	cfg.OnListen = func(a net.Addr) { addrs <- a }
 
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(io.MultiWriter(logs, t.Output()), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	store := openStore(t)
+	srv, err := server.New(cfg, logger, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(t.Context())
-	ts := &testServer{dataDir: cfg.DataDir, logs: logs, cancel: cancel, done: make(chan error, 1)}
-	go func() { ts.done <- server.Run(ctx, cfg, logger) }()
+	ts := &testServer{store: store, logs: logs, cancel: cancel, done: make(chan error, 1)}
+	go func() { ts.done <- srv.Serve(ctx, ln) }()
 
 	select {
 	case a := <-addrs:
 		ts.addr = a.String()
 		ts.url = "http://" + ts.addr
 	case err := <-ts.done:
-		t.Fatalf("Run returned before listening: %v", err)
+		t.Fatalf("Serve returned before listening: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("server did not start listening within 30s")
 	}
@@ -69,20 +89,20 @@ func start(t *testing.T, cfg server.Config) *testServer {
 			return
 		}
 		if err := ts.stop(t); err != nil {
-			t.Errorf("Run: %v", err)
+			t.Errorf("Serve: %v", err)
 		}
 	})
 	return ts
 }
 
-// stop cancels Run's context and returns what Run returned.
+// stop cancels Serve's context and returns what Serve returned.
 func (ts *testServer) stop(t *testing.T) error {
 	t.Helper()
 	ts.cancel()
 	return ts.wait(t)
 }
 
-// wait returns what Run returned, without cancelling it.
+// wait returns what Serve returned, without cancelling it.
 func (ts *testServer) wait(t *testing.T) error {
 	t.Helper()
 	ts.waited = true
@@ -90,7 +110,7 @@ func (ts *testServer) wait(t *testing.T) error {
 		select {
 		case ts.err = <-ts.done:
 		case <-time.After(30 * time.Second):
-			ts.err = errors.New("Run did not return within 30s")
+			ts.err = errors.New("Serve did not return within 30s")
 		}
 	})
 	return ts.err
@@ -170,14 +190,7 @@ func TestProbes(t *testing.T) {
 // TestReadyzFollowsStore serves through New and httptest, so the test holds
 // the store and can close it underneath the server.
 func TestReadyzFollowsStore(t *testing.T) {
-	be, err := pebblebackend.Open(t.TempDir(), pebblebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := versionstore.Open(t.Context(), be, versionstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t)
 	srv, err := server.New(server.Config{}, nil, store)
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +218,7 @@ func TestReadyzFollowsStore(t *testing.T) {
 }
 
 func TestMetricsUseRouteTemplates(t *testing.T) {
-	ts := start(t, server.Config{Mounts: []server.Mount{func(r *mux.Router, _ server.Env) error {
+	ts := start(t, server.Config{Mounts: []server.Mount{func(r *mux.Router) error {
 		r.HandleFunc("/v1/things/{id}", func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = io.WriteString(w, "thing")
 		}).Methods(http.MethodGet)
@@ -250,7 +263,7 @@ func TestMetricsUseRouteTemplates(t *testing.T) {
 
 func TestRequestID(t *testing.T) {
 	var seen sync.Map // request id from the header -> server.RequestID in the handler
-	ts := start(t, server.Config{Mounts: []server.Mount{func(r *mux.Router, _ server.Env) error {
+	ts := start(t, server.Config{Mounts: []server.Mount{func(r *mux.Router) error {
 		r.HandleFunc("/whoami", func(w http.ResponseWriter, req *http.Request) {
 			seen.Store(w.Header().Get(server.RequestIDHeader), server.RequestID(req.Context()))
 			_, _ = io.WriteString(w, "me")
@@ -300,7 +313,7 @@ func TestRequestID(t *testing.T) {
 
 func TestBodyLimit(t *testing.T) {
 	const limit = 1024
-	ts := start(t, server.Config{MaxBodyBytes: limit, Mounts: []server.Mount{func(r *mux.Router, _ server.Env) error {
+	ts := start(t, server.Config{MaxBodyBytes: limit, Mounts: []server.Mount{func(r *mux.Router) error {
 		// A handler that knows nothing of the limit: any read error is a
 		// 400 to it. The server must still answer 413.
 		r.HandleFunc("/echo", func(w http.ResponseWriter, req *http.Request) {
@@ -357,7 +370,7 @@ func TestBodyLimit(t *testing.T) {
 }
 
 func TestPanicRecovery(t *testing.T) {
-	ts := start(t, server.Config{Mounts: []server.Mount{func(r *mux.Router, _ server.Env) error {
+	ts := start(t, server.Config{Mounts: []server.Mount{func(r *mux.Router) error {
 		r.HandleFunc("/boom", func(http.ResponseWriter, *http.Request) { panic("kaboom") })
 		return nil
 	}}})
@@ -383,22 +396,19 @@ func TestPanicRecovery(t *testing.T) {
 }
 
 // TestGracefulShutdown follows one request through a shutdown: readiness
-// fails first, the listener closes, the in-flight request still finishes
-// against an open store, Run returns nil, and only then is the store closed.
+// fails first, the listener closes, the in-flight request still finishes,
+// and Serve returns nil only after it has. (That the services outlive
+// Serve is the composition root's part: see package assemble.)
 func TestGracefulShutdown(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	ts := start(t, server.Config{
 		DrainDelay:      time.Second,
 		ShutdownTimeout: 20 * time.Second,
-		Mounts: []server.Mount{func(r *mux.Router, env server.Env) error {
+		Mounts: []server.Mount{func(r *mux.Router) error {
 			r.HandleFunc("/slow", func(w http.ResponseWriter, req *http.Request) {
 				close(started)
 				<-release
-				if err := env.Store.Check(req.Context()); err != nil {
-					http.Error(w, "store closed under an in-flight request: "+err.Error(), http.StatusInternalServerError)
-					return
-				}
-				_, _ = io.WriteString(w, "store still open")
+				_, _ = io.WriteString(w, "finished")
 			})
 			return nil
 		}},
@@ -444,37 +454,25 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	select {
 	case err := <-ts.done:
-		t.Fatalf("Run returned %v while a request was in flight", err)
+		t.Fatalf("Serve returned %v while a request was in flight", err)
 	default:
 	}
 
 	close(release)
-	if r := <-slow; r.status != http.StatusOK || r.body != "store still open" {
-		t.Errorf("in-flight request during shutdown = %d %q, want 200 store still open", r.status, r.body)
+	if r := <-slow; r.status != http.StatusOK || r.body != "finished" {
+		t.Errorf("in-flight request during shutdown = %d %q, want 200 finished", r.status, r.body)
 	}
 	if err := ts.wait(t); err != nil {
-		t.Fatalf("Run after graceful shutdown = %v, want nil", err)
+		t.Fatalf("Serve after graceful shutdown = %v, want nil", err)
 	}
-	stopped := ts.logs.index(t, "HTTP server stopped")
-	closed := ts.logs.index(t, "version store closed")
-	if stopped > closed {
-		t.Errorf("store closed (log line %d) before HTTP stopped (log line %d)", closed, stopped)
-	}
-	// Closed means released: the same directory opens again.
-	be, err := pebblebackend.Open(ts.dataDir, pebblebackend.Options{})
-	if err != nil {
-		t.Fatalf("reopening the data dir after Run: %v", err)
-	}
-	if err := be.Close(); err != nil {
-		t.Fatal(err)
-	}
+	ts.logs.index(t, "HTTP server stopped")
 }
 
 func TestShutdownTimeoutCutsRequests(t *testing.T) {
 	started := make(chan struct{})
 	ts := start(t, server.Config{
 		ShutdownTimeout: 200 * time.Millisecond,
-		Mounts: []server.Mount{func(r *mux.Router, _ server.Env) error {
+		Mounts: []server.Mount{func(r *mux.Router) error {
 			r.HandleFunc("/hang", func(_ http.ResponseWriter, req *http.Request) {
 				close(started)
 				<-req.Context().Done() // until the connection is cut
@@ -490,50 +488,34 @@ func TestShutdownTimeoutCutsRequests(t *testing.T) {
 	<-started
 	err := ts.stop(t)
 	if err == nil || !strings.Contains(err.Error(), "did not finish within 200ms") {
-		t.Fatalf("Run with a request outliving the shutdown timeout = %v, want a timeout error", err)
+		t.Fatalf("Serve with a request outliving the shutdown timeout = %v, want a timeout error", err)
 	}
 	ts.logs.find(t, func(l logLine) bool {
 		return l["msg"] == "request" && l["route"] == "/hang" && l["status"] == float64(499)
 	})
-	be, err := pebblebackend.Open(ts.dataDir, pebblebackend.Options{})
-	if err != nil {
-		t.Fatalf("store not closed after a forced shutdown: %v", err)
-	}
-	_ = be.Close()
 }
 
-func TestRunErrors(t *testing.T) {
-	busy, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Close()
-
+func TestNewErrors(t *testing.T) {
+	store := openStore(t)
 	for _, tc := range []struct {
 		name string
 		cfg  server.Config
 		want string
 	}{
-		{"address in use", server.Config{Addr: busy.Addr().String()}, "address already in use"},
 		{"negative body limit", server.Config{MaxBodyBytes: -1}, "max body bytes must not be negative"},
-		{"failing mount", server.Config{Mounts: []server.Mount{func(*mux.Router, server.Env) error {
+		{"negative drain delay", server.Config{DrainDelay: -time.Second}, "drain delay must not be negative"},
+		{"failing mount", server.Config{Mounts: []server.Mount{func(*mux.Router) error {
 			return errors.New("no catalog here")
 		}}}, "mounting API 1 of 1: no catalog here"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.cfg.DataDir = t.TempDir()
-			tc.cfg.Warehouse = t.TempDir()
-			err := server.Run(t.Context(), tc.cfg, nil)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Run = %v, want an error containing %q", err, tc.want)
+			if _, err := server.New(tc.cfg, nil, store); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New = %v, want an error containing %q", err, tc.want)
 			}
-			// Whatever failed, the store was closed again.
-			be, err := pebblebackend.Open(tc.cfg.DataDir, pebblebackend.Options{})
-			if err != nil {
-				t.Fatalf("reopening the data dir: %v", err)
-			}
-			_ = be.Close()
 		})
+	}
+	if _, err := server.New(server.Config{}, nil, nil); err == nil {
+		t.Fatal("New without a store succeeded")
 	}
 }
 

@@ -106,11 +106,17 @@ func (p *floeProcess) interrupt(t *testing.T) (int, []string) {
 	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
+	return p.wait(t)
+}
+
+// wait waits for the process to exit and returns the exit code and stderr.
+func (p *floeProcess) wait(t *testing.T) (int, []string) {
+	t.Helper()
 	var lines []string
 	select {
 	case lines = <-p.stderr:
 	case <-time.After(30 * time.Second):
-		t.Fatal("floe serve did not exit within 30s of SIGINT")
+		t.Fatal("floe serve did not exit within 30s of the signal")
 	}
 	err := p.cmd.Wait()
 	var exit *exec.ExitError

@@ -1,21 +1,16 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"os"
 	"strings"
 
-	"github.com/gorilla/mux"
 	"github.com/spf13/pflag"
 
-	"github.com/floe-catalog/floe/internal/authorize"
+	"github.com/floe-catalog/floe/assemble"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
-	"github.com/floe-catalog/floe/server"
 )
 
 // securityFlags configure authentication and authorization.
@@ -25,11 +20,10 @@ type securityFlags struct {
 	// jwtIssuers, jwtAudiences and jwtAlgorithms are comma-separated.
 	jwtIssuers, jwtAudiences, jwtAlgorithms string
 
-	policyOff            bool
-	policy               policy.Options
-	verificationKeyFile  string
-	decisionLog          string
-	decisionLogCloseFunc func() error
+	policyOff           bool
+	policy              policy.Options
+	verificationKeyFile string
+	decisionLog         string
 }
 
 func (s *securityFlags) register(f *pflag.FlagSet) {
@@ -58,71 +52,50 @@ func (s *securityFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&s.policyOff, "policy-off", false, "turn authorization off (only with --dev)")
 }
 
-// setup validates the flags against the listen address and returns the
-// authenticator and policy engine the APIs use; engine is nil when
-// authorization is off. Both live until ctx ends.
-func (s *securityFlags) setup(ctx context.Context, addr string, logger *slog.Logger, env server.Env) (*authn.Authenticator, *policy.Engine, error) {
+// security validates the flags against the listen address and turns them
+// into the security the composition root builds. Authorization is off
+// (Policy nil) with --policy-off, and in dev mode without a bundle.
+func (s *securityFlags) security(addr string) (assemble.Security, error) {
 	if s.dev {
 		if err := authn.CheckDevAddr(addr); err != nil {
-			return nil, nil, fmt.Errorf("--dev: %w", err)
+			return assemble.Security{}, fmt.Errorf("--dev: %w", err)
 		}
 	} else if s.policyOff {
-		return nil, nil, errors.New("--policy-off needs --dev: outside dev mode every request is authorized")
+		return assemble.Security{}, errors.New("--policy-off needs --dev: outside dev mode every request is authorized")
 	}
-	s.authn.Dev = s.dev
-	s.authn.JWT.Issuers = splitList(s.jwtIssuers)
-	s.authn.JWT.Audiences = splitList(s.jwtAudiences)
-	s.authn.JWT.Algorithms = splitList(s.jwtAlgorithms)
-	auth, err := authn.New(ctx, s.authn, logger, env.Metrics)
-	if err != nil {
-		if !s.dev {
-			return nil, nil, fmt.Errorf("%w (or run with --dev on a loopback address for anonymous access)", err)
-		}
-		return nil, nil, err
-	}
+	sec := assemble.Security{Authn: s.authn, DecisionLog: s.decisionLog}
+	sec.Authn.Dev = s.dev
+	sec.Authn.JWT.Issuers = splitList(s.jwtIssuers)
+	sec.Authn.JWT.Audiences = splitList(s.jwtAudiences)
+	sec.Authn.JWT.Algorithms = splitList(s.jwtAlgorithms)
 	if s.policyOff || (s.dev && s.policy.Bundle == "" && s.policy.BundleURL == "") {
-		logger.Warn("authorization is off: every request is allowed (dev mode without a policy bundle)")
-		return auth, nil, nil
+		return sec, nil
 	}
+	opts := s.policy
 	if s.verificationKeyFile != "" {
 		key, err := os.ReadFile(s.verificationKeyFile)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--policy-verification-key-file: %w", err)
+			return assemble.Security{}, fmt.Errorf("--policy-verification-key-file: %w", err)
 		}
-		s.policy.VerificationKey = string(key)
+		opts.VerificationKey = string(key)
 	}
-	switch s.decisionLog {
-	case "":
-	case "-":
-		s.policy.DecisionLog = os.Stdout
-	default:
-		f, err := os.OpenFile(s.decisionLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--policy-decision-log: %w", err)
-		}
-		s.policy.DecisionLog = f
-		s.decisionLogCloseFunc = f.Close
-	}
-	s.policy.Logger = logger
-	s.policy.Metrics = env.Metrics
-	engine, err := policy.New(ctx, s.policy)
-	if err != nil {
-		s.closeLog()
-		return nil, nil, fmt.Errorf("policy: %w", err)
-	}
-	go func() {
-		<-ctx.Done()
-		_ = engine.Close()
-		s.closeLog()
-	}()
-	logger.Info("authorization on", "policy_revision", engine.Revision())
-	return auth, engine, nil
+	sec.Policy = &opts
+	return sec, nil
 }
 
-func (s *securityFlags) closeLog() {
-	if s.decisionLogCloseFunc != nil {
-		_ = s.decisionLogCloseFunc()
+// explain names the flag behind a start-up error of a security service,
+// and the way out of one that --dev would avoid.
+func (s *securityFlags) explain(err error) error {
+	se, ok := errors.AsType[*assemble.ServiceError](err)
+	switch {
+	case !ok:
+		return err
+	case se.Service == "authentication" && !s.dev:
+		return fmt.Errorf("%w (or run with --dev on a loopback address for anonymous access)", err)
+	case se.Service == "decision log":
+		return fmt.Errorf("--policy-decision-log: %w", err)
 	}
+	return err
 }
 
 func splitList(v string) []string {
@@ -133,42 +106,4 @@ func splitList(v string) []string {
 		}
 	}
 	return out
-}
-
-// security is what the API mounts share once setup has run.
-type security struct {
-	auth   *authn.Authenticator
-	engine *policy.Engine // nil: authorization off
-}
-
-// principalID names a request's caller for commit records.
-func principalID(r *http.Request) string {
-	if p, ok := authn.FromContext(r.Context()); ok {
-		return p.ID
-	}
-	return "anonymous"
-}
-
-// guard returns the API's guard, nil when authorization is off.
-func (sec *security) guard(api string) *authorize.Guard {
-	if sec.engine == nil {
-		return nil
-	}
-	return authorize.NewGuard(sec.engine, api, authn.PrincipalOf, func(r *http.Request) string {
-		return server.RequestID(r.Context())
-	})
-}
-
-// securityMount sets up authentication and authorization, fills sec for
-// the mounts after it, and serves the OAuth token endpoint.
-func securityMount(ctx context.Context, flags *securityFlags, addr string, logger *slog.Logger, sec *security) server.Mount {
-	return func(r *mux.Router, env server.Env) error {
-		auth, engine, err := flags.setup(ctx, addr, logger, env)
-		if err != nil {
-			return err
-		}
-		sec.auth, sec.engine = auth, engine
-		r.Handle("/v1/oauth/tokens", auth.TokenHandler()).Methods(http.MethodPost)
-		return nil
-	}
 }

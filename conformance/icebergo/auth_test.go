@@ -1,11 +1,9 @@
 package icebergo
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,12 +11,11 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
-	"github.com/gorilla/mux"
 
-	"github.com/floe-catalog/floe/internal/authorize"
+	"github.com/floe-catalog/floe/assemble"
+	"github.com/floe-catalog/floe/internal/testserver"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
-	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -33,22 +30,11 @@ func withAuth(t *testing.T) floeOption {
 	if err := os.WriteFile(clients, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	auth, err := authn.New(ctx, authn.Config{OAuth: authn.OAuthConfig{ClientsFile: clients}}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine, err := policy.New(ctx, policy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = engine.Close() })
-	return func(r *mux.Router, d *icebergrest.Deps) {
-		r.Handle("/v1/oauth/tokens", auth.TokenHandler()).Methods(http.MethodPost)
-		d.Authenticate = auth.Middleware
-		d.Guard = authorize.NewGuard(engine, "iceberg", authn.PrincipalOf, nil)
-		d.Principal = func(r *http.Request) string { return authn.PrincipalOf(r).ID }
+	return func(o *testserver.Options) {
+		o.Security = &assemble.Security{
+			Authn:  authn.Config{OAuth: authn.OAuthConfig{ClientsFile: clients}},
+			Policy: &policy.Options{},
+		}
 	}
 }
 

@@ -6,11 +6,8 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go/catalog/rest"
-	"github.com/gorilla/mux"
 
 	"github.com/floe-catalog/floe/internal/testserver"
-	"github.com/floe-catalog/floe/rest/icebergrest"
-	"github.com/floe-catalog/floe/server"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -22,9 +19,8 @@ type floeServer struct {
 	warehouse string // file:// URL
 }
 
-// floeOption adjusts the server before it starts: extra routes, and the
-// Iceberg facade's dependencies.
-type floeOption func(r *mux.Router, deps *icebergrest.Deps)
+// floeOption adjusts the server before it starts.
+type floeOption func(o *testserver.Options)
 
 func startFloe(t *testing.T, opts ...floeOption) *floeServer {
 	t.Helper()
@@ -32,18 +28,11 @@ func startFloe(t *testing.T, opts ...floeOption) *floeServer {
 	if testing.Verbose() && os.Getenv("FLOE_TEST_LOG") != "" {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	s := testserver.Start(t, testserver.Options{Logger: logger, Mounts: func(s *testserver.Server) []server.Mount {
-		return []server.Mount{func(r *mux.Router, env server.Env) error {
-			deps := icebergrest.Deps{
-				Store: env.Store, Logger: env.Logger, Metrics: env.Metrics,
-				Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: s.Warehouse}},
-			}
-			for _, o := range opts {
-				o(r, &deps)
-			}
-			return icebergrest.Register(r, deps)
-		}}
-	}})
+	o := testserver.Options{Logger: logger}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s := testserver.Start(t, o)
 	return &floeServer{addr: s.Addr, store: s.Store, warehouse: s.Warehouse}
 }
 

@@ -9,24 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/mux"
-
 	"github.com/floe-catalog/floe/internal/peerbench"
 	"github.com/floe-catalog/floe/internal/testserver"
-	"github.com/floe-catalog/floe/rest/nessie"
-	"github.com/floe-catalog/floe/server"
 )
 
-// startFloe serves floe's Nessie API over a Pebble store in a temporary
-// directory on a loopback port, as `floe serve --dev` would (no
-// authentication, no policy).
+// startFloe serves floe over a Pebble store in a temporary directory on a
+// loopback port, as `floe serve --dev` would (no token needed, no policy).
 func startFloe(t *testing.T) string {
 	t.Helper()
-	return testserver.Start(t, testserver.Options{Mounts: func(*testserver.Server) []server.Mount {
-		return []server.Mount{func(r *mux.Router, env server.Env) error {
-			return nessie.Register(r, nessie.Deps{Store: env.Store, Logger: env.Logger})
-		}}
-	}}).URL
+	return testserver.Start(t, testserver.Options{}).URL
 }
 
 // TestWorkloadsAgainstFloe runs every workload of the benchmarks a few

@@ -1,10 +1,10 @@
-// Package testserver starts floe's real server for tests: a Pebble-backed
-// version store in a temporary directory, a file:// warehouse beside it,
-// the APIs the test mounts, and floe's full middleware, served by
-// httptest on a free loopback port. It exists so the test harnesses of
-// the APIs, the conformance suites and the benchmarks stop each opening a
-// store and a server their own way.
+// Package testserver starts floe's real server for tests: the process the
+// composition root (package assemble) builds for `floe serve`, over a
+// Pebble store in a temporary directory and a file:// warehouse beside it,
+// served on a free loopback port. It exists so the test harnesses of the
+// APIs, the conformance suites and the benchmarks exercise the real
+// assembly instead of each opening a store and a server their own way.
 //
-// It is for tests only: it imports server, versionstore and the Pebble
-// backend, and nothing imports it outside _test.go files.
+// It is for tests only: it imports assemble, and nothing imports it
+// outside _test.go files.
 package testserver

@@ -2,18 +2,20 @@ package testserver
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"net/http/httptest"
+	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/floe-catalog/floe/assemble"
+	"github.com/floe-catalog/floe/policy/authn"
+	"github.com/floe-catalog/floe/rest/icebergrest"
+	"github.com/floe-catalog/floe/rest/nessie"
 	"github.com/floe-catalog/floe/server"
 	"github.com/floe-catalog/floe/versionstore"
-	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 )
 
 // Options configure Start.
@@ -22,10 +24,17 @@ type Options struct {
 	// means a new temporary directory. Starting twice on one Dir reopens
 	// the same data.
 	Dir string
-	// Mounts returns the APIs to serve. It is called once, with s's
-	// Store, Warehouse and Dir filled in; Context ends when the server
-	// stops, for the APIs' background work.
-	Mounts func(s *Server) []server.Mount
+	// Security, if set, replaces dev mode with authorization off (`floe
+	// serve --dev`, every request allowed as the anonymous principal).
+	Security *assemble.Security
+	// Iceberg, if set, adjusts the Iceberg REST facade's Deps before the
+	// process is built. They come with one warehouse, "lake", at the
+	// server's warehouse directory.
+	Iceberg func(*icebergrest.Deps)
+	// Nessie, if set, adjusts the Nessie API's Deps.
+	Nessie func(*nessie.Deps)
+	// Routes are extra routes, mounted after the APIs'.
+	Routes []server.Mount
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -40,10 +49,9 @@ type Server struct {
 	// Dir holds the store and the warehouse; WarehouseDir is the
 	// warehouse directory and Warehouse its file:// URL.
 	Dir, WarehouseDir, Warehouse string
-	// Context lives until the server stops.
-	Context context.Context
-	// Stop shuts the server down and closes the store; it runs at the end
-	// of the test if not before, and only once.
+	// Stop shuts the server down as `floe serve` does on SIGTERM (drain,
+	// then every service closes, the store last); it runs at the end of
+	// the test if not before, and only once.
 	Stop func()
 }
 
@@ -54,47 +62,55 @@ func Start(t testing.TB, opts Options) *Server {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	// The zero Options are production's: synced writes.
-	be, err := pebblebackend.Open(filepath.Join(dir, "data"), pebblebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := versionstore.Open(context.Background(), be, versionstore.Options{})
-	if err != nil {
-		_ = be.Close()
-		t.Fatal(err)
-	}
 	whDir := filepath.Join(dir, "warehouse")
-	if err := os.MkdirAll(whDir, 0o750); err != nil {
-		_ = store.Close()
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		Store: store, Dir: dir, WarehouseDir: whDir, Context: ctx,
+		Dir: dir, WarehouseDir: whDir,
 		Warehouse: (&url.URL{Scheme: "file", Path: filepath.ToSlash(whDir)}).String(),
 	}
-	var mounts []server.Mount
-	if opts.Mounts != nil {
-		mounts = opts.Mounts(s)
+	cfg := assemble.Config{
+		HTTP:     server.Config{Addr: "127.0.0.1:0"},
+		DataDir:  filepath.Join(dir, "data"),
+		Security: assemble.Security{Authn: authn.Config{Dev: true}},
+		Iceberg:  icebergrest.Deps{Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: s.Warehouse}}},
+		Routes:   opts.Routes,
+	}
+	if opts.Security != nil {
+		cfg.Security = *opts.Security
+	}
+	if opts.Iceberg != nil {
+		opts.Iceberg(&cfg.Iceberg)
+	}
+	if opts.Nessie != nil {
+		opts.Nessie(&cfg.Nessie)
 	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	srv, err := server.New(server.Config{Warehouse: whDir, Mounts: mounts}, logger, store)
+	p, err := assemble.Build(context.Background(), cfg, logger)
 	if err != nil {
-		cancel()
-		_ = store.Close()
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv)
-	s.URL, s.Addr = hs.URL, hs.Listener.Addr().String()
+	ln, err := new(net.ListenConfig).Listen(context.Background(), "tcp", cfg.HTTP.Addr)
+	if err != nil {
+		_ = p.Close()
+		t.Fatal(err)
+	}
+	s.Store = p.Store()
+	s.Addr = ln.Addr().String()
+	s.URL = "http://" + s.Addr
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(ctx, ln) }()
 	s.Stop = sync.OnceFunc(func() {
-		hs.Close()
 		cancel()
-		if err := store.Close(); err != nil && !errors.Is(err, versionstore.ErrClosed) {
-			t.Errorf("close store: %v", err)
+		select {
+		case err := <-served:
+			if err != nil {
+				t.Errorf("testserver: shutdown: %v", err)
+			}
+		case <-time.After(time.Minute):
+			t.Errorf("testserver: the server did not stop within a minute")
 		}
 	})
 	t.Cleanup(s.Stop)

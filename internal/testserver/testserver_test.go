@@ -10,19 +10,20 @@ import (
 	"github.com/floe-catalog/floe/versionstore"
 )
 
-// TestStartServesAndReopens: the server answers with floe's middleware
-// and the mounted routes, and a second start on the same Dir sees the
-// first one's data.
+// TestStartServesAndReopens: the server answers with floe's middleware,
+// both APIs and the extra routes, and a second start on the same Dir sees
+// the first one's data.
 func TestStartServesAndReopens(t *testing.T) {
 	dir := t.TempDir()
-	mount := func(s *Server) []server.Mount {
-		return []server.Mount{func(r *mux.Router, _ server.Env) error {
-			r.HandleFunc("/hello", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
-			return nil
-		}}
+	hello := func(r *mux.Router) error {
+		r.HandleFunc("/hello", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
+		return nil
 	}
-	s := Start(t, Options{Dir: dir, Mounts: mount})
-	for path, want := range map[string]int{"/hello": http.StatusTeapot, "/healthz": http.StatusOK} {
+	s := Start(t, Options{Dir: dir, Routes: []server.Mount{hello}})
+	for path, want := range map[string]int{
+		"/hello": http.StatusTeapot, "/healthz": http.StatusOK,
+		"/v1/config?warehouse=lake": http.StatusOK, "/api/v2/config": http.StatusOK,
+	} {
 		res, err := http.Get(s.URL + path)
 		if err != nil {
 			t.Fatal(err)

@@ -83,12 +83,6 @@ type Deps struct {
 	// Guard asks the policy engine about every read and write; nil allows
 	// everything.
 	Guard *authorize.Guard
-	// Context bounds the facade's background work: while it is live,
-	// expired idempotency records are deleted every minute (or every
-	// lifetime, if shorter). Cancel it when the server shuts down, before
-	// the store closes. nil means no background work: expired records are
-	// then never replayed but stay in the store.
-	Context context.Context
 }
 
 // api serves the Iceberg REST routes.
@@ -112,21 +106,35 @@ type api struct {
 	guard        *authorize.Guard
 }
 
-// Register adds the Iceberg REST catalog routes (/v1/config and
-// /v1/{prefix}/...) to r. r must match on encoded paths
-// (mux.Router.UseEncodedPath), as floe's server router does. If
-// deps.Context is set, a goroutine expiring idempotency records runs until
-// it is cancelled.
-func Register(r *mux.Router, deps Deps) error {
+// API is the facade built by New: its routes and its background work
+// share one metadata cache, one set of table locks and one idempotency
+// state.
+type API struct{ a *api }
+
+// New builds the facade from deps. It starts nothing: the process serves
+// Routes and runs ExpireRecords for as long as the facade lives.
+func New(deps Deps) (*API, error) {
 	a, err := newAPI(deps)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	a.routes(r)
-	if deps.Context != nil && a.ik != nil {
-		go a.expireRecords(deps.Context)
+	return &API{a: a}, nil
+}
+
+// Routes adds the Iceberg REST catalog routes (/v1/config and
+// /v1/{prefix}/...) to r. r must match on encoded paths
+// (mux.Router.UseEncodedPath), as floe's server router does.
+func (x *API) Routes(r *mux.Router) { x.a.routes(r) }
+
+// ExpireRecords deletes expired idempotency records every minute (or
+// every lifetime, if shorter) until ctx ends or the store closes; it
+// returns at once when Idempotency-Key support is off. Without it expired
+// records are never replayed but stay in the store. Stop it before the
+// store closes.
+func (x *API) ExpireRecords(ctx context.Context) {
+	if x.a.ik != nil {
+		x.a.expireRecords(ctx)
 	}
-	return nil
 }
 
 func newAPI(deps Deps) (*api, error) {

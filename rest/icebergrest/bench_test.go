@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/server"
@@ -71,17 +72,20 @@ func startBenchServer(b *testing.B, clients int, configure ...func(*icebergrest.
 		b.Fatal(err)
 	}
 	wh := (&url.URL{Scheme: "file", Path: filepath.ToSlash(whDir)}).String()
-	mount := func(r *mux.Router, env server.Env) error {
-		deps := icebergrest.Deps{
-			Store: env.Store, Logger: env.Logger, Metrics: env.Metrics,
-			Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: wh}},
-		}
-		for _, c := range configure {
-			c(&deps)
-		}
-		return icebergrest.Register(r, deps)
+	registry := prometheus.NewRegistry() // the facade's metrics on the server's /metrics
+	deps := icebergrest.Deps{Store: store, Metrics: registry, Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: wh}}}
+	for _, c := range configure {
+		c(&deps)
 	}
-	srv, err := server.New(server.Config{Warehouse: whDir, Mounts: []server.Mount{mount}}, slog.New(slog.DiscardHandler), store)
+	api, err := icebergrest.New(deps)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mount := func(r *mux.Router) error {
+		api.Routes(r)
+		return nil
+	}
+	srv, err := server.New(server.Config{Mounts: []server.Mount{mount}, Registry: registry}, slog.New(slog.DiscardHandler), store)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,8 +15,9 @@
 // written in the commit's own batch, so a commit whose answer was lost is
 // never made twice.
 //
-// The package must not import server/ (cmd/floe adapts Register to a
-// server.Mount) and must not reach into the version store's internals: it
+// The package must not import server/ (the composition root, package
+// assemble, serves Routes and runs ExpireRecords) and must not reach into
+// the version store's internals: it
 // uses only versionstore's exported API. Dropping a table never deletes
 // files, even with purgeRequested=true.
 package icebergrest

@@ -10,16 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gorilla/mux"
-
 	"github.com/floe-catalog/floe/internal/testserver"
 	"github.com/floe-catalog/floe/rest/icebergrest"
-	"github.com/floe-catalog/floe/server"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
 // testEnv is floe's real server (middleware included) with the Iceberg REST
-// facade mounted, served by httptest on loopback, over Pebble in a
+// facade, served on loopback, over Pebble in a
 // temporary directory and a file:// warehouse "lake" in another.
 type testEnv struct {
 	t     *testing.T
@@ -43,18 +40,12 @@ func newEnv(t *testing.T) *testEnv {
 // configure, if set, adjusts the facade's Deps.
 func newEnvAt(t *testing.T, dir string, configure func(*icebergrest.Deps)) *testEnv {
 	t.Helper()
-	s := testserver.Start(t, testserver.Options{Dir: dir, Mounts: func(s *testserver.Server) []server.Mount {
-		return []server.Mount{func(r *mux.Router, env server.Env) error {
-			deps := icebergrest.Deps{
-				Store: env.Store, Logger: env.Logger, Metrics: env.Metrics,
-				Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: s.Warehouse}, {Name: "other", Location: s.Warehouse + "/other"}},
-				Context:    s.Context,
-			}
-			if configure != nil {
-				configure(&deps)
-			}
-			return icebergrest.Register(r, deps)
-		}}
+	s := testserver.Start(t, testserver.Options{Dir: dir, Iceberg: func(d *icebergrest.Deps) {
+		// "other" lies beside "lake", so lake's directory holds only what tests write.
+		d.Warehouses = append(d.Warehouses, icebergrest.Warehouse{Name: "other", Location: d.Warehouses[0].Location + "-other"})
+		if configure != nil {
+			configure(d)
+		}
 	}})
 	return &testEnv{t: t, url: s.URL, store: s.Store, dir: s.Dir, whDir: s.WarehouseDir, wh: s.Warehouse, stop: s.Stop}
 }

@@ -16,7 +16,8 @@
 // of any one key writes nothing. Denials are 403 FORBIDDEN with the
 // policy's reasons.
 //
-// The package must not import server/ (cmd/floe adapts Register to a
-// server.Mount) nor reach into the version store's internals: it uses
+// The package must not import server/ (the composition root, package
+// assemble, calls Register from a server.Mount) nor reach into the version
+// store's internals: it uses
 // only versionstore's exported API.
 package nessie

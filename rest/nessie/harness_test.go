@@ -10,18 +10,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gorilla/mux"
-
 	"github.com/floe-catalog/floe/internal/testserver"
-	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/rest/nessie"
-	"github.com/floe-catalog/floe/server"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
 // testEnv is floe's real server (middleware included) with both the
 // Nessie API and the Iceberg REST facade mounted over one Pebble store in
-// a temporary directory, served by httptest on loopback.
+// a temporary directory, served on loopback.
 type testEnv struct {
 	t     *testing.T
 	url   string
@@ -37,20 +33,7 @@ func newEnv(t *testing.T) *testEnv {
 // Deps.
 func newEnvWith(t *testing.T, configure func(*nessie.Deps)) *testEnv {
 	t.Helper()
-	s := testserver.Start(t, testserver.Options{Mounts: func(s *testserver.Server) []server.Mount {
-		iceberg := func(r *mux.Router, env server.Env) error {
-			return icebergrest.Register(r, icebergrest.Deps{Store: env.Store, Logger: env.Logger, Metrics: env.Metrics,
-				Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: s.Warehouse}}, Context: s.Context})
-		}
-		nessieMount := func(r *mux.Router, env server.Env) error {
-			deps := nessie.Deps{Store: env.Store, Logger: env.Logger}
-			if configure != nil {
-				configure(&deps)
-			}
-			return nessie.Register(r, deps)
-		}
-		return []server.Mount{iceberg, nessieMount}
-	}})
+	s := testserver.Start(t, testserver.Options{Nessie: configure})
 	return &testEnv{t: t, url: s.URL, store: s.Store}
 }
 

@@ -1,0 +1,53 @@
+package assemble
+
+import (
+	"github.com/floe-catalog/floe/policy"
+	"github.com/floe-catalog/floe/policy/authn"
+	"github.com/floe-catalog/floe/rest/icebergrest"
+	"github.com/floe-catalog/floe/rest/nessie"
+	"github.com/floe-catalog/floe/server"
+)
+
+// DefaultDataDir is where the version store lives when Config.DataDir is
+// empty.
+const DefaultDataDir = "./data"
+
+// Config is one floe server process.
+type Config struct {
+	// HTTP configures the HTTP server: listen address, limits, timeouts,
+	// the drain delay and the shutdown timeout. Mounts and Registry are
+	// the root's: use Routes for extra routes.
+	HTTP server.Config
+	// DataDir holds the embedded Pebble version store; created if
+	// missing. "" means DefaultDataDir.
+	DataDir string
+	// Security says who callers are and what they may do.
+	Security Security
+	// Iceberg configures the Iceberg REST facade; Warehouses must list at
+	// least one, and the directories of local (file://) warehouses are
+	// created if missing. The root sets Store, Logger and Metrics, and
+	// Principal, Authenticate and Guard from the services it builds unless
+	// they are already set (tests set them to stubs).
+	Iceberg icebergrest.Deps
+	// Nessie configures the Nessie API v2, filled in as Iceberg is.
+	Nessie nessie.Deps
+	// Routes are extra routes, mounted after the APIs'; for tests and
+	// embedders. They must only register handlers.
+	Routes []server.Mount
+}
+
+// Security configures authentication and authorization.
+type Security struct {
+	// Authn says where principals come from. With Authn.Dev, requests
+	// without a token are the anonymous principal, and HTTP.Addr must then
+	// be a loopback address.
+	Authn authn.Config
+	// Policy turns authorization on with these engine options; nil allows
+	// every request. The root sets Logger and Metrics, and DecisionLog
+	// when DecisionLog below names a file.
+	Policy *policy.Options
+	// DecisionLog is a file every decision is appended to as one JSON
+	// line, "-" for standard output, "" for none. It needs Policy; the
+	// file is closed after the policy engine, which flushes into it.
+	DecisionLog string
+}
