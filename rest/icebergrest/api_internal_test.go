@@ -2,112 +2,25 @@ package icebergrest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/versionstore"
 	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 )
-
-func TestTableLocksSerialize(t *testing.T) {
-	locks := newTableLocks()
-	var inside, total atomic.Int32
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for range 50 {
-				unlock, err := locks.lock(t.Context(), []string{"main\x00ns\x1ft"})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if n := inside.Add(1); n != 1 {
-					t.Errorf("%d holders of one table's lock", n)
-				}
-				total.Add(1)
-				inside.Add(-1)
-				unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if total.Load() != 16*50 {
-		t.Fatalf("%d critical sections, want %d", total.Load(), 16*50)
-	}
-	if n := locks.size(); n != 0 {
-		t.Fatalf("%d keys left in the lock map after every holder unlocked", n)
-	}
-}
-
-// TestTableLocksOrder takes overlapping sets of keys named in opposite
-// orders from many goroutines: sorting the keys must keep them from
-// deadlocking.
-func TestTableLocksOrder(t *testing.T) {
-	locks := newTableLocks()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	sets := [][]string{{"a", "b"}, {"b", "a"}, {"c", "b", "a"}, {"a", "c"}, {"b", "b"}}
-	var wg sync.WaitGroup
-	for i := range 12 {
-		wg.Go(func() {
-			for range 200 {
-				unlock, err := locks.lock(ctx, sets[(i+rand.IntN(len(sets)))%len(sets)])
-				if err != nil {
-					t.Errorf("lock: %v (deadlock?)", err)
-					return
-				}
-				unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if n := locks.size(); n != 0 {
-		t.Fatalf("%d keys left in the lock map", n)
-	}
-}
-
-func TestTableLocksContext(t *testing.T) {
-	locks := newTableLocks()
-	unlock, err := locks.lock(t.Context(), []string{"a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-	defer cancel()
-	// "0" is free and sorts first: it must be released again when the
-	// wait for "a" gives up.
-	if _, err := locks.lock(ctx, []string{"a", "0"}); err == nil {
-		t.Fatal("a held lock was taken twice")
-	}
-	if n := locks.size(); n != 1 {
-		t.Fatalf("%d keys in the lock map after a cancelled wait, want 1", n)
-	}
-	unlock()
-	unlock() // idempotent
-	if n := locks.size(); n != 0 {
-		t.Fatalf("%d keys in the lock map after unlock", n)
-	}
-	unlock0, err := locks.lock(t.Context(), []string{"0", "a"})
-	if err != nil {
-		t.Fatalf("locks not free after a cancelled wait: %v", err)
-	}
-	unlock0()
-}
 
 // TestMetadataReplyMatchesJSONReply checks that a reply concatenated from
 // a file's body is byte for byte what encoding/json makes of the same
@@ -134,7 +47,7 @@ func TestMetadataReplyMatchesJSONReply(t *testing.T) {
 	// have escaped it.
 	raw := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(indented.String())
 	for _, loc := range []string{res.Location, "file:///lake/a&b/<x>/00001-x.metadata.json"} {
-		l, err := parseMetadata(loc, []byte(raw))
+		l, err := icebergtable.ParseTableMetadata(loc, []byte(raw))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,15 +55,15 @@ func TestMetadataReplyMatchesJSONReply(t *testing.T) {
 			MetadataLocation *string           `json:"metadata-location"`
 			Metadata         json.RawMessage   `json:"metadata"`
 			Config           map[string]string `json:"config"`
-		}{&loc, l.raw, map[string]string{}})
-		if got := metadataReply(loc, l.body, true); !bytes.Equal(got.body, want.body) {
+		}{&loc, l.Raw, map[string]string{}})
+		if got := metadataReply(loc, l.JSON, true); !bytes.Equal(got.body, want.body) {
 			t.Errorf("load reply:\n got %s\nwant %s", got.body, want.body)
 		}
 		want = jsonReply(http.StatusOK, struct {
 			MetadataLocation string          `json:"metadata-location"`
 			Metadata         json.RawMessage `json:"metadata"`
-		}{loc, l.raw})
-		if got := metadataReply(loc, l.body, false); !bytes.Equal(got.body, want.body) {
+		}{loc, l.Raw})
+		if got := metadataReply(loc, l.JSON, false); !bytes.Equal(got.body, want.body) {
 			t.Errorf("commit reply:\n got %s\nwant %s", got.body, want.body)
 		}
 	}
@@ -202,42 +115,46 @@ func TestConcurrentAppendsTakeTurns(t *testing.T) {
 	if n := e.counter(t, "floe_iceberg_commit_retries_total"); n != 0 {
 		t.Errorf("%v server-side retries of writers in one process", n)
 	}
-	if n := e.api.tables.size(); n != 0 {
+	if n := e.api.tables.Len(); n != 0 {
 		t.Errorf("%d keys left in the table lock map", n)
 	}
 
-	// writeMetadata keeps the Metadata it encoded instead of parsing the
-	// file again: it must be what parsing the file gives.
-	e.api.files.mu.Lock()
-	cached := make([]*loaded, 0, len(e.api.files.byLoc))
-	for _, l := range e.api.files.byLoc {
-		cached = append(cached, l)
+	// WriteTableMetadata keeps the Metadata it encoded instead of parsing
+	// the file again: what the cache holds must be what parsing the file
+	// gives.
+	if n := e.api.cache.Len(); n < writers*appends {
+		t.Fatalf("%d files cached, want at least %d", n, writers*appends)
 	}
-	e.api.files.mu.Unlock()
-	if len(cached) < writers*appends {
-		t.Fatalf("%d files cached, want at least %d", len(cached), writers*appends)
+	files, err := filepath.Glob(filepath.Join(e.warehouse, "ns", "t-*", "metadata", "*.metadata.json"))
+	if err != nil || len(files) != writers*appends+1 {
+		t.Fatalf("%d metadata files (%v), want %d", len(files), err, writers*appends+1)
 	}
-	for _, l := range cached {
-		raw, err := readFile(t.Context(), l.location)
+	for _, name := range files {
+		loc := (&url.URL{Scheme: "file", Path: filepath.ToSlash(name)}).String()
+		cached, err := e.api.readTableMetadata(t.Context(), loc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		parsed, err := parseMetadata(l.location, raw)
+		raw, err := e.api.filesAt(loc).ReadFile(t.Context(), loc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(parsed.raw, l.raw) || !bytes.Equal(parsed.body, l.body) {
-			t.Errorf("%s: cached bytes differ from the file", l.location)
+		parsed, err := icebergtable.ParseTableMetadata(loc, raw)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if !parsed.meta.Equals(l.meta) {
-			t.Errorf("%s: the cached metadata is not equal to the parsed file", l.location)
+		if !bytes.Equal(parsed.Raw, cached.Raw) || !bytes.Equal(parsed.JSON, cached.JSON) {
+			t.Errorf("%s: cached bytes differ from the file", loc)
 		}
-		again, err := json.Marshal(l.meta)
+		if !parsed.Metadata.Equals(cached.Metadata) {
+			t.Errorf("%s: the cached metadata is not equal to the parsed file", loc)
+		}
+		again, err := json.Marshal(cached.Metadata)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(again, raw) {
-			t.Errorf("%s: the cached metadata encodes differently from the file", l.location)
+			t.Errorf("%s: the cached metadata encodes differently from the file", loc)
 		}
 	}
 }
@@ -245,9 +162,10 @@ func TestConcurrentAppendsTakeTurns(t *testing.T) {
 // internalEnv is the facade alone on a router, for tests that look at its
 // state.
 type internalEnv struct {
-	api *api
-	reg *prometheus.Registry
-	url string
+	api       *api
+	reg       *prometheus.Registry
+	url       string
+	warehouse string // the warehouse directory
 }
 
 func newInternalEnv(t *testing.T) *internalEnv {
@@ -276,7 +194,7 @@ func newInternalEnv(t *testing.T) *internalEnv {
 			t.Error(err)
 		}
 	})
-	return &internalEnv{api: a, reg: reg, url: hs.URL}
+	return &internalEnv{api: a, reg: reg, url: hs.URL, warehouse: filepath.Join(dir, "warehouse")}
 }
 
 func (e *internalEnv) do(t *testing.T, method, path, body string) (int, []byte) {
