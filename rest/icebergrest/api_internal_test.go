@@ -73,8 +73,7 @@ func TestMetadataReplyMatchesJSONReply(t *testing.T) {
 // re-reading and retrying on 409 as engines do. Commits in one process
 // take the table's lock, so the store never refuses one (the next writer
 // validates against the new head and fails fast), no server-side retry
-// happens, every append lands, and every file the cache holds is what a
-// reader parsing it from storage would see.
+// happens, and every append lands.
 func TestConcurrentAppendsTakeTurns(t *testing.T) {
 	e := newInternalEnv(t)
 	e.call(t, http.MethodPost, "/v1/lake/namespaces", `{"namespace":["ns"]}`, http.StatusOK)
@@ -119,42 +118,39 @@ func TestConcurrentAppendsTakeTurns(t *testing.T) {
 		t.Errorf("%d keys left in the table lock map", n)
 	}
 
-	// WriteTableMetadata keeps the Metadata it encoded instead of parsing
-	// the file again: what the cache holds must be what parsing the file
-	// gives.
+	// Every file written is cached, so the next commit reads none; that
+	// the cached form equals the file is icebergtable's
+	// TestWrittenMetadataEqualsParsed.
 	if n := e.api.cache.Len(); n < writers*appends {
 		t.Fatalf("%d files cached, want at least %d", n, writers*appends)
 	}
-	files, err := filepath.Glob(filepath.Join(e.warehouse, "ns", "t-*", "metadata", "*.metadata.json"))
-	if err != nil || len(files) != writers*appends+1 {
-		t.Fatalf("%d metadata files (%v), want %d", len(files), err, writers*appends+1)
-	}
-	for _, name := range files {
-		loc := (&url.URL{Scheme: "file", Path: filepath.ToSlash(name)}).String()
-		cached, err := e.api.readTableMetadata(t.Context(), loc)
-		if err != nil {
-			t.Fatal(err)
+}
+
+// TestMetadataCacheBytes checks Deps.MetadataCacheBytes reaches the cache:
+// a budget smaller than any metadata file keeps none, a negative one turns
+// the cache off, and tables load and commit either way.
+func TestMetadataCacheBytes(t *testing.T) {
+	for _, tc := range []struct {
+		bytes  int64
+		cached bool
+	}{{0, true}, {100, false}, {-1, false}} {
+		e := newInternalEnv(t, func(d *Deps) { d.MetadataCacheBytes = tc.bytes })
+		if (e.api.cache == nil) != (tc.bytes < 0) {
+			t.Fatalf("MetadataCacheBytes %d: cache %v", tc.bytes, e.api.cache)
 		}
-		raw, err := e.api.filesAt(loc).ReadFile(t.Context(), loc)
-		if err != nil {
-			t.Fatal(err)
+		e.call(t, http.MethodPost, "/v1/lake/namespaces", `{"namespace":["ns"]}`, http.StatusOK)
+		e.call(t, http.MethodPost, "/v1/lake/namespaces/ns/tables",
+			`{"name":"t","schema":{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","type":"long","required":true}]}}`, http.StatusOK)
+		path := "/v1/lake/namespaces/ns/tables/t"
+		e.call(t, http.MethodPost, path, appendRequest(e.state(t, path), 1), http.StatusOK)
+		if st := e.state(t, path); len(st.Metadata.Snapshots) != 1 {
+			t.Fatalf("MetadataCacheBytes %d: %d snapshots after one append", tc.bytes, len(st.Metadata.Snapshots))
 		}
-		parsed, err := icebergtable.ParseTableMetadata(loc, raw)
-		if err != nil {
-			t.Fatal(err)
+		if got := e.api.cache.Len() > 0; got != tc.cached {
+			t.Errorf("MetadataCacheBytes %d: %d files cached (%d bytes)", tc.bytes, e.api.cache.Len(), e.api.cache.Bytes())
 		}
-		if !bytes.Equal(parsed.Raw, cached.Raw) || !bytes.Equal(parsed.JSON, cached.JSON) {
-			t.Errorf("%s: cached bytes differ from the file", loc)
-		}
-		if !parsed.Metadata.Equals(cached.Metadata) {
-			t.Errorf("%s: the cached metadata is not equal to the parsed file", loc)
-		}
-		again, err := json.Marshal(cached.Metadata)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(again, raw) {
-			t.Errorf("%s: the cached metadata encodes differently from the file", loc)
+		if e.api.cache.Bytes() > max(tc.bytes, 0) && tc.bytes != 0 {
+			t.Errorf("MetadataCacheBytes %d: the cache holds %d bytes", tc.bytes, e.api.cache.Bytes())
 		}
 	}
 }
@@ -162,13 +158,12 @@ func TestConcurrentAppendsTakeTurns(t *testing.T) {
 // internalEnv is the facade alone on a router, for tests that look at its
 // state.
 type internalEnv struct {
-	api       *api
-	reg       *prometheus.Registry
-	url       string
-	warehouse string // the warehouse directory
+	api *api
+	reg *prometheus.Registry
+	url string
 }
 
-func newInternalEnv(t *testing.T) *internalEnv {
+func newInternalEnv(t *testing.T, opts ...func(*Deps)) *internalEnv {
 	t.Helper()
 	dir := t.TempDir()
 	be, err := pebblebackend.Open(filepath.Join(dir, "data"), pebblebackend.Options{})
@@ -181,7 +176,11 @@ func newInternalEnv(t *testing.T) *internalEnv {
 	}
 	wh := (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(dir, "warehouse"))}).String()
 	reg := prometheus.NewRegistry()
-	a, err := newAPI(Deps{Store: store, Metrics: reg, Warehouses: []Warehouse{{Name: "lake", Location: wh}}})
+	deps := Deps{Store: store, Metrics: reg, Warehouses: []Warehouse{{Name: "lake", Location: wh}}}
+	for _, o := range opts {
+		o(&deps)
+	}
+	a, err := newAPI(deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +193,7 @@ func newInternalEnv(t *testing.T) *internalEnv {
 			t.Error(err)
 		}
 	})
-	return &internalEnv{api: a, reg: reg, url: hs.URL, warehouse: filepath.Join(dir, "warehouse")}
+	return &internalEnv{api: a, reg: reg, url: hs.URL}
 }
 
 func (e *internalEnv) do(t *testing.T, method, path, body string) (int, []byte) {
