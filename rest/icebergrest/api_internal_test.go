@@ -47,7 +47,7 @@ func TestMetadataReplyMatchesJSONReply(t *testing.T) {
 	// have escaped it.
 	raw := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(indented.String())
 	for _, loc := range []string{res.Location, "file:///lake/a&b/<x>/00001-x.metadata.json"} {
-		l, err := icebergtable.ParseTableMetadata(loc, []byte(raw))
+		file, err := icebergtable.ParseTableMetadata(loc, []byte(raw))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,15 +55,15 @@ func TestMetadataReplyMatchesJSONReply(t *testing.T) {
 			MetadataLocation *string           `json:"metadata-location"`
 			Metadata         json.RawMessage   `json:"metadata"`
 			Config           map[string]string `json:"config"`
-		}{&loc, l.Raw, map[string]string{}})
-		if got := metadataReply(loc, l.JSON, true); !bytes.Equal(got.body, want.body) {
+		}{&loc, file.Raw, map[string]string{}})
+		if got := metadataReply(loc, file.JSON, true); !bytes.Equal(got.body, want.body) {
 			t.Errorf("load reply:\n got %s\nwant %s", got.body, want.body)
 		}
 		want = jsonReply(http.StatusOK, struct {
 			MetadataLocation string          `json:"metadata-location"`
 			Metadata         json.RawMessage `json:"metadata"`
-		}{loc, l.Raw})
-		if got := metadataReply(loc, l.JSON, false); !bytes.Equal(got.body, want.body) {
+		}{loc, file.Raw})
+		if got := metadataReply(loc, file.JSON, false); !bytes.Equal(got.body, want.body) {
 			t.Errorf("commit reply:\n got %s\nwant %s", got.body, want.body)
 		}
 	}
