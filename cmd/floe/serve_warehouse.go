@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 )
 
@@ -16,7 +17,7 @@ import (
 // a local directory, a file:// URL or s3://bucket/prefix with the --s3-*
 // options.
 type warehouseFlags struct {
-	s3 icebergrest.S3Options
+	s3 icebergtable.S3Options
 }
 
 // register adds the --s3-* flags and describes the forms --warehouse takes.
@@ -64,7 +65,7 @@ func (wf *warehouseFlags) warehouse(name, location string) (icebergrest.Warehous
 			ClientConfig: s3.ClientConfig(),
 		}, nil
 	}
-	if s3 != (icebergrest.S3Options{}) {
+	if s3 != (icebergtable.S3Options{}) {
 		return icebergrest.Warehouse{}, fmt.Errorf("the --s3-* flags need an s3:// warehouse, not %s", location)
 	}
 	dir := location

@@ -13,7 +13,9 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/internal/authorize"
+	"github.com/floe-catalog/floe/internal/keyedmutex"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -23,8 +25,8 @@ const (
 	// and re-applied on a newer head after another writer changed the same
 	// table between read and commit.
 	DefaultCommitRetries = 8
-	// DefaultPrincipal is the committer recorded until authentication
-	// exists.
+	// DefaultPrincipal is the committer recorded for every request when
+	// Deps.Principal is nil (an embedding that names no callers).
 	DefaultPrincipal = "anonymous"
 )
 
@@ -38,11 +40,11 @@ type Warehouse struct {
 	Location string
 	// IOProperties are iceberg-go FileIO properties (io.LoadFS) for the
 	// catalog's own metadata reads and writes under Location, e.g.
-	// S3Options.IOProperties; nil for local files.
+	// icebergtable.S3Options.IOProperties; nil for local files.
 	IOProperties map[string]string
 	// ClientConfig is handed to clients as the config of loadTable,
 	// createTable and registerTable answers (FileIO properties for data
-	// files, e.g. S3Options.ClientConfig); nil means none.
+	// files, e.g. icebergtable.S3Options.ClientConfig); nil means none.
 	ClientConfig map[string]string
 }
 
@@ -78,11 +80,17 @@ type Deps struct {
 	Now func() time.Time
 	// Authenticate, if set, wraps every route: it names the caller or
 	// refuses the request through onError, which answers 401 in the
-	// Iceberg error model. nil serves everybody as DefaultPrincipal.
+	// Iceberg error model. nil serves everybody without asking who
+	// they are.
 	Authenticate func(onError func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler
 	// Guard asks the policy engine about every read and write; nil allows
 	// everything.
 	Guard *authorize.Guard
+	// MetadataCacheBytes bounds the memory of the cache of table metadata
+	// files shared by the warehouses (approximately: see
+	// icebergtable.MetadataCache). 0 means
+	// icebergtable.DefaultMetadataCacheBytes; negative turns the cache off.
+	MetadataCacheBytes int64
 }
 
 // api serves the Iceberg REST routes.
@@ -92,12 +100,19 @@ type api struct {
 	metrics    *metrics
 	warehouses map[string]*warehouse
 	defaultWH  *warehouse
-	retries    int
-	backoff    time.Duration
-	principal  func(*http.Request) string
-	files      *metadataCache
-	// tables serializes commits to one table on one branch (tablelocks.go).
-	tables *tableLocks
+	// files are the warehouses' file IO, in the order configured: a
+	// metadata file is read and written through the warehouse holding it
+	// (filesAt).
+	files []*icebergtable.Warehouse
+	// cache holds the table metadata files of all warehouses; nil when
+	// turned off.
+	cache     *icebergtable.MetadataCache
+	retries   int
+	backoff   time.Duration
+	principal func(*http.Request) string
+	// tables serializes commits to one table on one branch (see
+	// tableLockKey).
+	tables keyedmutex.Mutex
 	// ik handles Idempotency-Key; nil when keys are turned off.
 	ik  *idempotency
 	now func() time.Time
@@ -151,8 +166,6 @@ func newAPI(deps Deps) (*api, error) {
 		retries:    deps.CommitRetries,
 		backoff:    deps.RetryBackoff,
 		principal:  deps.Principal,
-		files:      newMetadataCache(512),
-		tables:     newTableLocks(),
 		now:        deps.Now,
 		guard:      deps.Guard,
 	}
@@ -184,8 +197,14 @@ func newAPI(deps Deps) (*api, error) {
 	if a.principal == nil {
 		a.principal = func(*http.Request) string { return DefaultPrincipal }
 	}
+	switch n := deps.MetadataCacheBytes; {
+	case n == 0:
+		a.cache = icebergtable.NewMetadataCache(icebergtable.DefaultMetadataCacheBytes)
+	case n > 0:
+		a.cache = icebergtable.NewMetadataCache(n)
+	}
 	for _, w := range deps.Warehouses {
-		wh, err := newWarehouse(w)
+		wh, err := newWarehouse(w, a.cache)
 		if err != nil {
 			return nil, err
 		}
@@ -193,6 +212,7 @@ func newAPI(deps Deps) (*api, error) {
 			return nil, fmt.Errorf("iceberg REST: warehouse %q configured twice", wh.name)
 		}
 		a.warehouses[wh.name] = wh
+		a.files = append(a.files, wh.files)
 		if a.defaultWH == nil && (deps.DefaultWarehouse == "" || deps.DefaultWarehouse == wh.name) {
 			a.defaultWH = wh
 		}
@@ -218,7 +238,6 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (a *api) handle(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		r = r.WithContext(withAPI(r.Context(), a))
 		if err := h(w, r); err != nil {
 			a.fail(w, r, err)
 		}

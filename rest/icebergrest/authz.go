@@ -22,27 +22,27 @@ func (a *api) unauthenticated(w http.ResponseWriter, r *http.Request, err error)
 }
 
 // authorizeRead asks whether the caller may read c's reference.
-func (a *api) authorizeRead(r *http.Request, c *catalog) error {
-	return a.guard.Read(r, c.ref)
+func (a *api) authorizeRead(r *http.Request, wr *warehouseRef) error {
+	return a.guard.Read(r, wr.ref)
 }
 
-// writeBranch returns the branch a write to c goes to, once the write
-// may proceed: c must name a branch (a tag or commit is read-only, 403),
+// writeBranch returns the branch a write to wr goes to, once the write
+// may proceed: wr must name a branch (a tag or commit is read-only, 403),
 // and the policy must allow action on contents there. Every write asks
 // here, before it writes anything.
-func (a *api) writeBranch(r *http.Request, c *catalog, action policy.Action, contents ...policy.Content) (string, error) {
-	if c.branch == "" {
-		return "", newError(http.StatusForbidden, typeForbidden, "%s", c.readOnly)
+func (a *api) writeBranch(r *http.Request, wr *warehouseRef, action policy.Action, contents ...policy.Content) (string, error) {
+	if wr.branch == "" {
+		return "", newError(http.StatusForbidden, typeForbidden, "%s", wr.readOnly)
 	}
 	if !a.guard.Enabled() {
-		return c.branch, nil
+		return wr.branch, nil
 	}
 	err := a.guard.Check(r, policy.Input{
 		Action:   action,
-		Ref:      policy.Ref{Name: c.branch, Type: policy.RefBranch},
+		Ref:      policy.Ref{Name: wr.branch, Type: policy.RefBranch},
 		Contents: contents,
 	})
-	return c.branch, err
+	return wr.branch, err
 }
 
 // content describes one key an Iceberg request writes.

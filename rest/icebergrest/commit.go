@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -36,18 +37,14 @@ type tableChange struct {
 type staged struct {
 	id     identifier
 	create bool
-	base   *loaded // nil for a create
-	file   *loaded // the new metadata file, or base for a no-op
+	base   *icebergtable.MetadataFile // nil for a create
+	file   *icebergtable.MetadataFile // the new metadata file, or base for a no-op
 	op     *versionstore.Operation
-	change change
+	desc   commitDescription
 }
 
 func (a *api) updateTable(w http.ResponseWriter, r *http.Request) error {
-	c, err := a.catalogFor(r)
-	if err != nil {
-		return err
-	}
-	id, err := identVar(r, "table")
+	wr, id, err := a.entityOf(r, tableKind)
 	if err != nil {
 		return err
 	}
@@ -58,9 +55,9 @@ func (a *api) updateTable(w http.ResponseWriter, r *http.Request) error {
 	if req.Identifier != nil && !slices.Equal(req.Identifier.key(), id.key()) {
 		return badRequest("the request body names table %s but the path names %s", *req.Identifier, id)
 	}
-	rp, err := a.commitTables(w, r, c, []tableChange{{id: id, req: req}}, func(results []*staged) *reply {
+	rp, err := a.commitTables(w, r, wr, []tableChange{{id: id, req: req}}, func(results []*staged) *reply {
 		file := results[0].file
-		return metadataReply(file.location, file.body, false).withETag(etag(file.location, "all"))
+		return metadataReply(file.Location, file.JSON, false).withETag(etag(file.Location, "all"))
 	})
 	if err != nil {
 		return err
@@ -70,7 +67,7 @@ func (a *api) updateTable(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) commitTransaction(w http.ResponseWriter, r *http.Request) error {
-	c, err := a.catalogFor(r)
+	wr, err := a.warehouseRefOf(r)
 	if err != nil {
 		return err
 	}
@@ -99,7 +96,7 @@ func (a *api) commitTransaction(w http.ResponseWriter, r *http.Request) error {
 		seen[id.String()] = true
 		changes = append(changes, tableChange{id: id, req: tc})
 	}
-	rp, err := a.commitTables(w, r, c, changes, func([]*staged) *reply { return noContent() })
+	rp, err := a.commitTables(w, r, wr, changes, func([]*staged) *reply { return noContent() })
 	if err != nil {
 		return err
 	}
@@ -110,7 +107,7 @@ func (a *api) commitTransaction(w http.ResponseWriter, r *http.Request) error {
 // commitTables validates and applies every change against the branch head,
 // writes the new metadata files, and makes one catalog commit with all of
 // them: all tables change or none. Each attempt holds this process's locks
-// of all the tables involved (tablelocks.go), so writers here take turns,
+// of all the tables involved (tableLockKey), so writers here take turns,
 // each validating against the head the previous one made. When a writer
 // that takes no such lock (a merge, a rename or drop, another process
 // sharing the store) changed one of the tables in between, the store
@@ -120,7 +117,7 @@ func (a *api) commitTransaction(w http.ResponseWriter, r *http.Request) error {
 // lands on a newer head as long as its requirements still hold. respond
 // builds the reply from the prepared changes before the commit (see
 // commit); that reply is returned.
-func (a *api) commitTables(w http.ResponseWriter, r *http.Request, c *catalog, changes []tableChange, respond func([]*staged) *reply) (*reply, error) {
+func (a *api) commitTables(w http.ResponseWriter, r *http.Request, wr *warehouseRef, changes []tableChange, respond func([]*staged) *reply) (*reply, error) {
 	var contents []policy.Content
 	if a.guard.Enabled() { // describing the updates costs a JSON round trip each
 		contents = make([]policy.Content, len(changes))
@@ -128,7 +125,7 @@ func (a *api) commitTables(w http.ResponseWriter, r *http.Request, c *catalog, c
 			contents[i] = tableChangeContent(tc)
 		}
 	}
-	branch, err := a.writeBranch(r, c, policy.ActionWriteTable, contents...)
+	branch, err := a.writeBranch(r, wr, policy.ActionWriteTable, contents...)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +142,7 @@ func (a *api) commitTables(w http.ResponseWriter, r *http.Request, c *catalog, c
 	err = a.retry(ctx, "update", func(int) (bool, error) {
 		// Held from reading the head to the end of the commit, and
 		// released before a retry's backoff pause.
-		unlock, err := a.tables.lock(ctx, lockKeys)
+		unlock, err := a.tables.Lock(ctx, lockKeys)
 		if err != nil {
 			return false, err
 		}
@@ -155,22 +152,18 @@ func (a *api) commitTables(w http.ResponseWriter, r *http.Request, c *catalog, c
 			return false, err
 		}
 		var written []string
-		discard := func() {
-			for _, loc := range written {
-				a.removeFile(ctx, loc)
-			}
-		}
+		discard := func() { a.removeFiles(ctx, written...) }
 		results = results[:0]
 		var ops []versionstore.Operation
 		for _, tc := range changes {
-			s, err := a.prepare(ctx, c.wh, head, tc)
+			s, err := a.prepare(ctx, wr.wh, head, tc)
 			if err != nil {
 				discard()
 				return false, err
 			}
 			results = append(results, s)
 			if s.op != nil {
-				written = append(written, s.file.location)
+				written = append(written, s.file.Location)
 				ops = append(ops, *s.op)
 			}
 		}
@@ -178,20 +171,15 @@ func (a *api) commitTables(w http.ResponseWriter, r *http.Request, c *catalog, c
 		if len(ops) == 0 {
 			return false, nil // nothing changed: no file, no commit
 		}
-		ch := a.describeTransaction(results)
-		opName = ch.op
-		_, err = a.commit(ctx, w, r, branch, head, ops, ch, rp)
+		desc := describeTransaction(results)
+		opName = desc.op
+		_, err = a.commit(ctx, w, r, branch, head, ops, desc, rp)
 		if err == nil {
 			return false, nil
 		}
 		ce := conflictOf(err)
 		if ce == nil {
-			if definiteStoreFailure(err) {
-				discard()
-				return false, err
-			}
-			// The outcome is unknown: the files may be referenced now.
-			return false, commitStateUnknown(err)
+			return false, a.commitNotDone(ctx, err, written...)
 		}
 		discard()
 		if cf := findConflict(ce, versionstore.ConflictNamespaceAbsent, versionstore.ConflictNotANamespace); cf != nil {
@@ -206,6 +194,24 @@ func (a *api) commitTables(w http.ResponseWriter, r *http.Request, c *catalog, c
 		return nil, err
 	}
 	return rp, nil
+}
+
+// tableLockKey names a table on a branch in api.tables, which serializes
+// table commits per (branch, table) within the process. Without it,
+// concurrent writers to one hot table each validate, write and sync a
+// metadata file before the store refuses all but one; the losers delete
+// their files, back off and retry, and the unlucky ones retry for seconds.
+// Holding a table's lock from reading the head to the end of the store
+// commit lets the next writer see the new head at once: its requirements
+// then fail fast (409, no file written) or it commits on its first try.
+//
+// The lock is an optimization, not what keeps commits correct: the store
+// still refuses a commit whose tables moved under it (a merge, a rename or
+// drop, which take no lock, or another process sharing the store), and
+// commitTables still retries on that. Content keys are unique within a
+// branch, whichever warehouse names the branch.
+func tableLockKey(branch string, id identifier) string {
+	return branch + "\x00" + strings.Join(id.key(), "\x1f")
 }
 
 // prepare validates one change's requirements against the table at head,
@@ -232,10 +238,10 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 	case content == nil && !s.create:
 		return nil, noSuchTable(id)
 	case content != nil:
-		if s.base, err = a.readMetadata(ctx, content.MetadataLocation); err != nil {
+		if s.base, err = a.readTableMetadata(ctx, content.MetadataLocation); err != nil {
 			return nil, internalError(err)
 		}
-		base = s.base.meta
+		base = s.base.Metadata
 	}
 	for _, rq := range req.Requirements {
 		if err := rq.Validate(base); err != nil {
@@ -276,7 +282,7 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 		return nil, illegalArgument("cannot update table %s: %v", id, err)
 	}
 	if s.create && next.Location() == "" {
-		if err := b.SetLoc(wh.defaultTableLocation(id, next.TableUUID().String())); err != nil {
+		if err := b.SetLoc(wh.defaultLocation(id, next.TableUUID().String())); err != nil {
 			return nil, err
 		}
 		if next, err = b.Build(); err != nil {
@@ -292,19 +298,15 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 	if !s.create {
 		prevLoc = content.MetadataLocation
 	}
-	loc, err := a.newMetadataLocation(wh, next, prevLoc)
-	if err != nil {
+	if s.file, err = a.writeNextTableMetadata(ctx, wh, next, prevLoc); err != nil {
 		return nil, err
-	}
-	if s.file, err = a.writeMetadata(ctx, loc, next); err != nil {
-		return nil, internalError(err)
 	}
 	contentID := ""
 	if content != nil {
 		contentID = content.ID
 	}
-	s.op = &versionstore.Operation{Kind: versionstore.OpPut, Key: id.key(), Content: tableContent(contentID, s.file)}
-	s.change = describeTableChange(id, base, s.file)
+	s.op = &versionstore.Operation{Kind: versionstore.OpPut, Key: id.key(), Content: icebergtable.TableContent(contentID, s.file)}
+	s.desc = describeTableChange(id, base, s.file)
 	return s, nil
 }
 
@@ -350,66 +352,66 @@ var snapshotOperations = map[string]bool{"append": true, "overwrite": true, "rep
 
 // describeTableChange records what a commit did to one table: the
 // operation of the snapshot it added, if any, and the table refs it moved.
-func describeTableChange(id identifier, base table.Metadata, next *loaded) change {
-	ch := change{op: "update", props: map[string]string{propTable: id.String(), propMetadataLocation: next.location}}
+func describeTableChange(id identifier, base table.Metadata, next *icebergtable.MetadataFile) commitDescription {
+	desc := commitDescription{op: "update", props: map[string]string{icebergtable.PropTable: id.String(), icebergtable.PropMetadataLocation: next.Location}}
 	if base == nil {
-		ch.op = "create"
-		ch.message = "iceberg: create table " + id.String()
-		return ch
+		desc.op = "create"
+		desc.message = "iceberg: create table " + id.String()
+		return desc
 	}
 	known := map[int64]bool{}
 	for _, s := range base.Snapshots() {
 		known[s.SnapshotID] = true
 	}
 	var added *table.Snapshot
-	for _, s := range next.meta.Snapshots() {
+	for _, s := range next.Metadata.Snapshots() {
 		if !known[s.SnapshotID] {
 			added = &s
 		}
 	}
 	if added != nil {
-		ch.props[propSnapshotID] = strconv.FormatInt(added.SnapshotID, 10)
+		desc.props[icebergtable.PropSnapshotID] = strconv.FormatInt(added.SnapshotID, 10)
 		if added.Summary != nil && snapshotOperations[string(added.Summary.Operation)] {
-			ch.op = string(added.Summary.Operation)
+			desc.op = string(added.Summary.Operation)
 		}
 	}
 	baseRefs := maps.Collect(base.Refs())
 	var moved []string
-	for name, ref := range next.meta.Refs() {
+	for name, ref := range next.Metadata.Refs() {
 		if old, ok := baseRefs[name]; !ok || !old.Equals(ref) {
 			moved = append(moved, name)
 		}
 	}
 	for name := range baseRefs {
-		if _, ok := maps.Collect(next.meta.Refs())[name]; !ok {
+		if _, ok := maps.Collect(next.Metadata.Refs())[name]; !ok {
 			moved = append(moved, name)
 		}
 	}
 	slices.Sort(moved)
 	if len(moved) > 0 {
-		ch.props[propTableRef] = strings.Join(moved, ",")
+		desc.props[icebergtable.PropTableRef] = strings.Join(moved, ",")
 	}
-	switch ch.op {
+	switch desc.op {
 	case "append":
-		ch.message = "iceberg: append to " + id.String()
+		desc.message = "iceberg: append to " + id.String()
 	case "overwrite":
-		ch.message = "iceberg: overwrite " + id.String()
+		desc.message = "iceberg: overwrite " + id.String()
 	case "replace":
-		ch.message = "iceberg: replace files of " + id.String()
+		desc.message = "iceberg: replace files of " + id.String()
 	case "delete":
-		ch.message = "iceberg: delete from " + id.String()
+		desc.message = "iceberg: delete from " + id.String()
 	default:
-		ch.message = "iceberg: update " + id.String()
+		desc.message = "iceberg: update " + id.String()
 	}
 	if len(moved) > 0 && !slices.Equal(moved, []string{table.MainBranch}) {
-		ch.message += fmt.Sprintf(" (table refs %s)", strings.Join(moved, ", "))
+		desc.message += fmt.Sprintf(" (table refs %s)", strings.Join(moved, ", "))
 	}
-	return ch
+	return desc
 }
 
 // describeTransaction records a commit of one or more tables: a single
 // table's change as is, several as one "transaction" naming each.
-func (a *api) describeTransaction(results []*staged) change {
+func describeTransaction(results []*staged) commitDescription {
 	var changed []*staged
 	for _, s := range results {
 		if s.op != nil {
@@ -417,20 +419,20 @@ func (a *api) describeTransaction(results []*staged) change {
 		}
 	}
 	if len(changed) == 1 && len(results) == 1 {
-		return changed[0].change
+		return changed[0].desc
 	}
 	names := make([]string, 0, len(changed))
 	opsByTable := make([]string, 0, len(changed))
 	for _, s := range changed {
 		names = append(names, s.id.String())
-		opsByTable = append(opsByTable, s.id.String()+"="+s.change.op)
+		opsByTable = append(opsByTable, s.id.String()+"="+s.desc.op)
 	}
-	return change{
+	return commitDescription{
 		op:      "transaction",
 		message: "iceberg: transaction on " + strings.Join(names, ", "),
 		props: map[string]string{
-			propTables:           strings.Join(names, ","),
-			"iceberg.operations": strings.Join(opsByTable, ","),
+			icebergtable.PropTables:     strings.Join(names, ","),
+			icebergtable.PropOperations: strings.Join(opsByTable, ","),
 		},
 	}
 }

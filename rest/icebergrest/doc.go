@@ -15,6 +15,11 @@
 // written in the commit's own batch, so a commit whose answer was lost is
 // never made twice.
 //
+// Metadata files, their cache, the warehouse's locations and the mapping
+// from a metadata file to a store content value belong to the Iceberg table
+// package (icebergtable), which this package uses and translates into the
+// REST error model.
+//
 // The package must not import server/ (the composition root, package
 // assemble, serves Routes and runs ExpireRecords) and must not reach into
 // the version store's internals: it

@@ -1,10 +1,14 @@
 package icebergrest
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/floe-catalog/floe/icebergtable"
+)
 
 // metrics are the facade's own collectors; HTTP request metrics come from
 // the server middleware. The operation label takes only the values in
-// operations, so clients cannot create series at will.
+// icebergtable.Operations, so clients cannot create series at will.
 type metrics struct {
 	commits   *prometheus.CounterVec
 	retries   *prometheus.CounterVec
@@ -64,7 +68,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 	}
-	for _, op := range operations {
+	for _, op := range icebergtable.Operations() {
 		m.commits.WithLabelValues(op)
 	}
 	for _, how := range []string{"with-commit", "alone"} {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -72,7 +73,7 @@ func props(c *versionstore.Content) map[string]string {
 }
 
 func (a *api) listNamespaces(w http.ResponseWriter, r *http.Request) error {
-	c, err := a.catalogFor(r)
+	wr, err := a.warehouseRefOf(r)
 	if err != nil {
 		return err
 	}
@@ -85,11 +86,11 @@ func (a *api) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 		if parent, err = splitNamespace(q); err != nil {
 			return err
 		}
-		if _, err := a.requireNamespace(r.Context(), c.hash, parent); err != nil {
+		if _, err := a.requireNamespace(r.Context(), wr.hash, parent); err != nil {
 			return err
 		}
 	}
-	children, more, err := a.listChildren(r.Context(), c.hash, parent, versionstore.Namespace, p)
+	children, more, err := a.listChildren(r.Context(), wr.hash, parent, versionstore.Namespace, p)
 	if err != nil {
 		return err
 	}
@@ -108,7 +109,7 @@ func (a *api) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) createNamespace(w http.ResponseWriter, r *http.Request) error {
-	c, err := a.catalogFor(r)
+	wr, err := a.warehouseRefOf(r)
 	if err != nil {
 		return err
 	}
@@ -125,7 +126,7 @@ func (a *api) createNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err := versionstore.ContentKey(req.Namespace).Validate(); err != nil {
 		return badRequest("invalid namespace %q: %v", dotted(req.Namespace), err)
 	}
-	branch, err := a.writeBranch(r, c, policy.ActionCreateNamespace, content(req.Namespace, policy.TypeNamespace, policy.ChangeCreate))
+	branch, err := a.writeBranch(r, wr, policy.ActionCreateNamespace, content(req.Namespace, policy.TypeNamespace, policy.ChangeCreate))
 	if err != nil {
 		return err
 	}
@@ -147,8 +148,8 @@ func (a *api) createNamespace(w http.ResponseWriter, r *http.Request) error {
 	content := &versionstore.Content{Type: versionstore.Namespace, Properties: req.Properties}
 	rp := jsonReply(http.StatusOK, namespaceResponse{Namespace: req.Namespace, Properties: props(content)})
 	_, err = a.commit(ctx, w, r, branch, head, []versionstore.Operation{{Kind: versionstore.OpPut, Key: req.Namespace, Content: content}},
-		change{op: "create-namespace", message: "iceberg: create namespace " + dotted(req.Namespace),
-			props: map[string]string{propNamespace: dotted(req.Namespace)}}, rp)
+		commitDescription{op: "create-namespace", message: "iceberg: create namespace " + dotted(req.Namespace),
+			props: map[string]string{icebergtable.PropNamespace: dotted(req.Namespace)}}, rp)
 	if ce := conflictOf(err); ce != nil {
 		if cf := findConflict(ce, versionstore.ConflictNamespaceAbsent, versionstore.ConflictNotANamespace); cf != nil {
 			return noSuchNamespace(cf.Key)
@@ -174,7 +175,7 @@ func namespaceClash(ns []string, existing versionstore.ContentType) error {
 }
 
 func (a *api) loadNamespace(w http.ResponseWriter, r *http.Request) error {
-	c, err := a.catalogFor(r)
+	wr, err := a.warehouseRefOf(r)
 	if err != nil {
 		return err
 	}
@@ -182,7 +183,7 @@ func (a *api) loadNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	content, err := a.requireNamespace(r.Context(), c.hash, ns)
+	content, err := a.requireNamespace(r.Context(), wr.hash, ns)
 	if err != nil {
 		return err
 	}
@@ -191,7 +192,7 @@ func (a *api) loadNamespace(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) namespaceExists(w http.ResponseWriter, r *http.Request) error {
-	c, err := a.catalogFor(r)
+	wr, err := a.warehouseRefOf(r)
 	if err != nil {
 		return err
 	}
@@ -199,7 +200,7 @@ func (a *api) namespaceExists(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := a.requireNamespace(r.Context(), c.hash, ns); err != nil {
+	if _, err := a.requireNamespace(r.Context(), wr.hash, ns); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -207,7 +208,7 @@ func (a *api) namespaceExists(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) dropNamespace(w http.ResponseWriter, r *http.Request) error {
-	c, err := a.catalogFor(r)
+	wr, err := a.warehouseRefOf(r)
 	if err != nil {
 		return err
 	}
@@ -215,7 +216,7 @@ func (a *api) dropNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	branch, err := a.writeBranch(r, c, policy.ActionDropNamespace, content(ns, policy.TypeNamespace, policy.ChangeDelete))
+	branch, err := a.writeBranch(r, wr, policy.ActionDropNamespace, content(ns, policy.TypeNamespace, policy.ChangeDelete))
 	if err != nil {
 		return err
 	}
@@ -229,8 +230,8 @@ func (a *api) dropNamespace(w http.ResponseWriter, r *http.Request) error {
 			return false, err
 		}
 		_, err = a.commit(ctx, w, r, branch, head, []versionstore.Operation{{Kind: versionstore.OpDelete, Key: ns}},
-			change{op: "drop-namespace", message: "iceberg: drop namespace " + dotted(ns),
-				props: map[string]string{propNamespace: dotted(ns)}}, noContent())
+			commitDescription{op: "drop-namespace", message: "iceberg: drop namespace " + dotted(ns),
+				props: map[string]string{icebergtable.PropNamespace: dotted(ns)}}, noContent())
 		ce := conflictOf(err)
 		switch {
 		case ce == nil:
@@ -250,7 +251,7 @@ func (a *api) dropNamespace(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) updateNamespaceProperties(w http.ResponseWriter, r *http.Request) error {
-	c, err := a.catalogFor(r)
+	wr, err := a.warehouseRefOf(r)
 	if err != nil {
 		return err
 	}
@@ -275,7 +276,7 @@ func (a *api) updateNamespaceProperties(w http.ResponseWriter, r *http.Request) 
 		return newError(http.StatusUnprocessableEntity, typeUnprocessable,
 			"Cannot update and remove the same properties: %v", both)
 	}
-	branch, err := a.writeBranch(r, c, policy.ActionWriteNamespace, content(ns, policy.TypeNamespace, policy.ChangeUpdate))
+	branch, err := a.writeBranch(r, wr, policy.ActionWriteNamespace, content(ns, policy.TypeNamespace, policy.ChangeUpdate))
 	if err != nil {
 		return err
 	}
@@ -318,8 +319,8 @@ func (a *api) updateNamespaceProperties(w http.ResponseWriter, r *http.Request) 
 		}
 		content := &versionstore.Content{Type: versionstore.Namespace, ID: cur.ID, Properties: next}
 		_, err = a.commit(ctx, w, r, branch, head, []versionstore.Operation{{Kind: versionstore.OpPut, Key: ns, Content: content}},
-			change{op: "update-namespace", message: "iceberg: update properties of namespace " + dotted(ns),
-				props: map[string]string{propNamespace: dotted(ns)}}, rp)
+			commitDescription{op: "update-namespace", message: "iceberg: update properties of namespace " + dotted(ns),
+				props: map[string]string{icebergtable.PropNamespace: dotted(ns)}}, rp)
 		if ce := conflictOf(err); ce != nil {
 			return true, commitFailed("Namespace %s changed concurrently: %v", dotted(ns), ce)
 		}

@@ -41,7 +41,7 @@ func rawJSONReply(status int, body []byte) *reply {
 // {metadata-location, metadata[, config: {}]}, but is concatenated from
 // parts known to be valid JSON, so a metadata file of half a megabyte is
 // not re-compacted for every answer. metadata must be compact and
-// HTML-escaped, as loaded.body is.
+// HTML-escaped, as icebergtable.MetadataFile.JSON is.
 func metadataReply(location string, metadata []byte, withConfig bool) *reply {
 	loc, _ := json.Marshal(location) // a string always encodes
 	const (

@@ -99,11 +99,11 @@ type configResponse struct {
 // and its reference exist and hands back the prefix that names them, and
 // advertises idempotency-key-lifetime unless keys are turned off.
 func (a *api) getConfig(w http.ResponseWriter, r *http.Request) error {
-	c, err := a.resolveWarehouse(r.Context(), r.URL.Query().Get("warehouse"))
+	wr, err := a.resolveWarehouse(r.Context(), r.URL.Query().Get("warehouse"))
 	if err != nil {
 		return err
 	}
-	if err := a.authorizeRead(r, c); err != nil {
+	if err := a.authorizeRead(r, wr); err != nil {
 		return err
 	}
 	lifetime := ""
@@ -113,7 +113,7 @@ func (a *api) getConfig(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, configResponse{
 		Defaults: map[string]string{},
 		Overrides: map[string]string{
-			"prefix":              escapePrefix(c.spec),
+			"prefix":              escapePrefix(wr.spec),
 			"namespace-separator": url.PathEscape(namespaceSeparator),
 		},
 		Endpoints:              Endpoints(),

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 )
 
@@ -21,7 +22,7 @@ func newS3Env(t *testing.T, endpoint string, clientCredentials bool) *testEnv {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
-	opts := icebergrest.S3Options{
+	opts := icebergtable.S3Options{
 		Endpoint: endpoint, Region: "us-east-1", PathStyle: true,
 		AccessKeyID: "test", SecretAccessKey: "test", ClientCredentials: clientCredentials,
 	}

@@ -7,155 +7,61 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"path"
 	"regexp"
 	"strings"
 
+	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/internal/authorize"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
-// warehouse is a configured warehouse with its root parsed once.
+// warehouse is a served warehouse: its table files and what clients are
+// told about them.
 type warehouse struct {
 	name string
-	root *url.URL // scheme, host and a clean path without trailing slash
-	// ioProps configure the catalog's own file IO (Warehouse.IOProperties).
-	ioProps map[string]string
+	// files reads and writes the metadata files below the warehouse root.
+	files *icebergtable.Warehouse
 	// clientConfig is the config clients get with a table (never nil).
 	clientConfig map[string]string
-	// store is the object store client, made once (see fileIO).
-	store objectStore
 }
 
-func newWarehouse(w Warehouse) (*warehouse, error) {
+func newWarehouse(w Warehouse, cache *icebergtable.MetadataCache) (*warehouse, error) {
 	if w.Name == "" || strings.ContainsAny(w.Name, "@|/") {
 		return nil, fmt.Errorf("iceberg REST: invalid warehouse name %q: it must be non-empty without '@', '|' or '/'", w.Name)
 	}
-	u, err := normalizeLocation(w.Location)
+	files, err := icebergtable.OpenWarehouse(icebergtable.Config{
+		Name: w.Name, Location: w.Location, IOProperties: w.IOProperties, Cache: cache,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("iceberg REST: warehouse %q: %w", w.Name, err)
-	}
-	if !localOrObjectStore(u.Scheme) {
-		return nil, fmt.Errorf("iceberg REST: warehouse %q: unsupported location scheme %q (file or s3)", w.Name, u.Scheme)
+		return nil, fmt.Errorf("iceberg REST: %w", err)
 	}
 	cc := map[string]string{}
 	for k, v := range w.ClientConfig {
 		cc[k] = v
 	}
-	return &warehouse{name: w.Name, root: u, ioProps: w.IOProperties, clientConfig: cc}, nil
+	return &warehouse{name: w.Name, files: files, clientConfig: cc}, nil
 }
 
-// location returns the root as a string.
-func (w *warehouse) location() string { return w.root.String() }
-
-// normalizeLocation parses a location URL. A bare absolute path is taken as
-// a file:// URL. The result has a clean path without trailing slash; a
-// location with "." or ".." segments is refused, not cleaned, since
-// cleaning would hide where a client meant to write.
-func normalizeLocation(loc string) (*url.URL, error) {
-	if loc == "" {
-		return nil, errors.New("the location is empty")
-	}
-	u, err := url.Parse(loc)
-	if err != nil {
-		return nil, fmt.Errorf("malformed location %q: %v", loc, err)
-	}
-	if u.Scheme == "" {
-		if !strings.HasPrefix(loc, "/") {
-			return nil, fmt.Errorf("location %q is neither a URL nor an absolute path", loc)
-		}
-		u.Scheme = "file"
-	}
-	u.Scheme = strings.ToLower(u.Scheme)
-	if u.Opaque != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return nil, fmt.Errorf("location %q must be a plain URL without query, fragment or user info", loc)
-	}
-	if u.Scheme == "file" && u.Host != "" && u.Host != "localhost" {
-		return nil, fmt.Errorf("location %q names a remote host; file locations must be local", loc)
-	}
-	if u.Scheme == "file" {
-		u.Host = ""
-	}
-	if isObjectStore(u.Scheme) && u.Host == "" {
-		return nil, fmt.Errorf("location %q names no bucket", loc)
-	}
-	p := strings.TrimRight(u.Path, "/")
-	for _, seg := range strings.Split(p, "/") {
-		if seg == "." || seg == ".." {
-			return nil, fmt.Errorf("location %q contains a %q segment", loc, seg)
-		}
-	}
-	// The raw form too: "%2e%2e" decodes to ".." only later in some readers.
-	for _, seg := range strings.Split(u.EscapedPath(), "/") {
-		if d, err := url.PathUnescape(seg); err == nil && (d == "." || d == "..") {
-			return nil, fmt.Errorf("location %q contains a %q segment", loc, d)
-		}
-	}
-	if p == "" {
-		p = "/"
-	}
-	u.Path, u.RawPath = p, ""
-	return u, nil
-}
-
-// contains reports whether loc lies strictly below the warehouse root and
-// returns it normalized.
-func (w *warehouse) contains(loc string) (string, error) {
-	u, err := normalizeLocation(loc)
-	if err != nil {
-		return "", err
-	}
-	if u.Scheme != w.root.Scheme || u.Host != w.root.Host {
-		return "", fmt.Errorf("location %q is outside the warehouse %q at %s", loc, w.name, w.location())
-	}
-	root := w.root.Path
-	if root != "/" {
-		root += "/"
-	}
-	if !strings.HasPrefix(u.Path, root) || len(u.Path) == len(root) {
-		return "", fmt.Errorf("location %q is outside the warehouse %q at %s", loc, w.name, w.location())
-	}
-	return u.String(), nil
-}
-
-// requireInside validates a location a client supplied.
+// requireInside validates a location a client supplied: it must lie
+// inside the warehouse. It returns the location normalized.
 func (w *warehouse) requireInside(what, loc string) (string, error) {
-	s, err := w.contains(loc)
+	s, err := w.files.Contains(loc)
 	if err != nil {
 		return "", badRequest("invalid %s: %v", what, err)
 	}
 	return s, nil
 }
 
-// defaultTableLocation is <root>/<namespace path>/<name>-<uuid>. Names are
-// made safe for paths, so an odd name can never climb out of the
-// warehouse; the uuid keeps locations unique across branches and renames.
-func (w *warehouse) defaultTableLocation(id identifier, uuid string) string {
-	parts := []string{w.root.Path}
-	for _, l := range id.Namespace {
-		parts = append(parts, pathSafe(l))
-	}
-	parts = append(parts, pathSafe(id.Name)+"-"+uuid)
-	u := *w.root
-	u.Path = path.Join(parts...)
-	return u.String()
+// defaultLocation is where a new table or view goes when its creator names
+// no location.
+func (w *warehouse) defaultLocation(id identifier, uuid string) string {
+	return w.files.DefaultTableLocation(id.Namespace, id.Name, uuid)
 }
 
-var unsafePathChars = regexp.MustCompile(`[^A-Za-z0-9_.=-]`)
-
-func pathSafe(s string) string {
-	s = unsafePathChars.ReplaceAllString(s, "_")
-	if strings.Trim(s, ".") == "" {
-		s = strings.ReplaceAll(s, ".", "_")
-	}
-	return s
-}
-
-// catalog is what one request's prefix or warehouse names: a warehouse and
-// a point in the version history.
-type catalog struct {
+// warehouseRef is what one request's prefix or warehouse names: a
+// warehouse at a point in the version history.
+type warehouseRef struct {
 	wh *warehouse
 	// spec is the warehouse expression, e.g. "lake@etl/daily".
 	spec string
@@ -172,7 +78,7 @@ type catalog struct {
 
 // resolveWarehouse resolves a ?warehouse= value: "" (the default
 // warehouse, main), "lake", "lake@<ref>" or "lake@<hash>".
-func (a *api) resolveWarehouse(ctx context.Context, spec string) (*catalog, error) {
+func (a *api) resolveWarehouse(ctx context.Context, spec string) (*warehouseRef, error) {
 	name, ref, _ := strings.Cut(spec, "@")
 	if name == "" && ref == "" {
 		name = a.defaultWH.name
@@ -183,7 +89,7 @@ func (a *api) resolveWarehouse(ctx context.Context, spec string) (*catalog, erro
 
 // resolvePrefix resolves a /v1/{prefix}/ value: floe's own form (the
 // warehouse expression) or Nessie's "{ref}|{warehouse}".
-func (a *api) resolvePrefix(ctx context.Context, prefix string) (*catalog, error) {
+func (a *api) resolvePrefix(ctx context.Context, prefix string) (*warehouseRef, error) {
 	if ref, name, ok := strings.Cut(prefix, "|"); ok {
 		if name == "" {
 			name = a.defaultWH.name
@@ -196,12 +102,12 @@ func (a *api) resolvePrefix(ctx context.Context, prefix string) (*catalog, error
 
 var hashLike = regexp.MustCompile(`^[0-9a-fA-F]{8,64}$`)
 
-func (a *api) resolveParts(ctx context.Context, spec, name, refExpr string) (*catalog, error) {
+func (a *api) resolveParts(ctx context.Context, spec, name, refExpr string) (*warehouseRef, error) {
 	wh, ok := a.warehouses[name]
 	if !ok {
 		return nil, newError(http.StatusNotFound, typeNoSuchWarehouse, "Warehouse does not exist: %s", name)
 	}
-	c := &catalog{wh: wh, spec: spec}
+	wr := &warehouseRef{wh: wh, spec: spec}
 	if refExpr == "" {
 		refExpr = versionstore.DefaultBranch
 	}
@@ -224,24 +130,24 @@ func (a *api) resolveParts(ctx context.Context, spec, name, refExpr string) (*ca
 		}
 		return nil, err
 	}
-	c.hash = res.Hash
-	c.ref = authorize.RefOf(res)
+	wr.hash = res.Hash
+	wr.ref = authorize.RefOf(res)
 	if res.Pinned {
-		c.ref.Type = policy.RefDetached // a pinned branch commit is read-only
+		wr.ref.Type = policy.RefDetached // a pinned branch commit is read-only
 	}
 	switch {
 	case res.Ref != nil && res.Ref.Type == versionstore.Branch && !res.Pinned:
-		c.branch = res.Ref.Name
+		wr.branch = res.Ref.Name
 	case res.Ref != nil && res.Ref.Type == versionstore.Tag:
-		c.readOnly = fmt.Sprintf("Warehouse %s is read-only: it names a tag, not a branch", spec)
+		wr.readOnly = fmt.Sprintf("Warehouse %s is read-only: it names a tag, not a branch", spec)
 	default:
-		c.readOnly = fmt.Sprintf("Warehouse %s is read-only: it names a commit, not a branch", spec)
+		wr.readOnly = fmt.Sprintf("Warehouse %s is read-only: it names a commit, not a branch", spec)
 	}
-	return c, nil
+	return wr, nil
 }
 
-// catalogFor resolves the request's prefix.
-func (a *api) catalogFor(r *http.Request) (*catalog, error) {
+// warehouseRefOf resolves the request's prefix.
+func (a *api) warehouseRefOf(r *http.Request) (*warehouseRef, error) {
 	p, err := prefixVar(r)
 	if err != nil {
 		return nil, err

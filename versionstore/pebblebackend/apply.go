@@ -34,7 +34,7 @@ func (b *Backend) Apply(ctx context.Context, batch backend.Batch) error {
 	if err != nil {
 		return err
 	}
-	release, err := b.locks.acquire(ctx, names)
+	release, err := b.locks.Lock(ctx, names)
 	if err != nil {
 		return fmt.Errorf("pebblebackend: apply: wait for refs %q: %w", names, err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/floe-catalog/floe/internal/keyedmutex"
 	"github.com/floe-catalog/floe/versionstore/backend"
 )
 
@@ -26,8 +27,14 @@ type Backend struct {
 	life   sync.RWMutex
 	closed bool // guarded by life
 
-	// locks serializes Apply calls that update the same reference.
-	locks refLocks
+	// locks holds a mutex per reference. Apply holds the locks of the refs
+	// it updates from the compare until the batch is durable and the mirror
+	// updated, which is what makes the compare-and-swap atomic: Pebble has
+	// no transactions, so nothing else stops two writers from both passing
+	// the compare. Batches on different refs hold different locks and can
+	// therefore be in their fsync at the same time, sharing Pebble's group
+	// commit.
+	locks keyedmutex.Mutex
 
 	// refsMu guards refs, the in-memory mirror of every reference. Invariant:
 	// refs holds exactly the durable reference values. Apply updates an entry

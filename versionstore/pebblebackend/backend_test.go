@@ -177,7 +177,7 @@ func TestNonPositiveLimit(t *testing.T) {
 func TestApplyHonoursContextWhileWaiting(t *testing.T) {
 	b := mustOpen(t, "/db", Options{FS: vfs.NewMem()})
 	closeOnCleanup(t, b)
-	release, err := b.locks.acquire(t.Context(), []string{"main"})
+	release, err := b.locks.Lock(t.Context(), []string{"main"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestApplyHonoursContextWhileWaiting(t *testing.T) {
 	if _, err := b.GetRef(t.Context(), "main"); !errors.Is(err, backend.ErrRefNotFound) {
 		t.Fatalf("get ref: got %v, want ErrRefNotFound", err)
 	}
-	if n := len(b.locks.locks); n != 0 {
+	if n := b.locks.Len(); n != 0 {
 		t.Fatalf("lock table holds %d entries after all locks were released", n)
 	}
 }

@@ -53,7 +53,6 @@ func Open(dir string, opts Options) (*Backend, error) {
 		sync: !opts.NoSync,
 		refs: make(map[string][]byte),
 	}
-	b.locks.init()
 	if err := b.load(); err != nil {
 		return nil, errors.Join(fmt.Errorf("pebblebackend: open %s: %w", dir, err), db.Close())
 	}

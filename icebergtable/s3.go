@@ -1,4 +1,4 @@
-package icebergrest
+package icebergtable
 
 import (
 	"strconv"
@@ -38,13 +38,13 @@ type S3Options struct {
 	AccessKeyID     string
 	SecretAccessKey string
 	// ClientCredentials also hands the static credentials to clients in
-	// the config of loadTable and createTable answers. Off by default: any
-	// client of the catalog could then read the keys.
+	// ClientConfig. Off by default: any client of the catalog could then
+	// read the keys.
 	ClientCredentials bool
 }
 
 // IOProperties are the iceberg-go FileIO properties (io.LoadFS) the catalog
-// uses for its own metadata reads and writes.
+// uses for its own metadata reads and writes (Config.IOProperties).
 func (o S3Options) IOProperties() map[string]string {
 	p := map[string]string{
 		iceio.S3ForceVirtualAddressing: strconv.FormatBool(!o.PathStyle),
@@ -57,9 +57,9 @@ func (o S3Options) IOProperties() map[string]string {
 	return p
 }
 
-// ClientConfig is the config map of LoadTableResult: what an engine
-// (PyIceberg, Spark, Trino, iceberg-go) needs to write data files next to
-// the metadata. Path style is given in both spellings engines read.
+// ClientConfig is what an engine (PyIceberg, Spark, Trino, iceberg-go)
+// needs in its FileIO properties to write data files next to the metadata.
+// Path style is given in both spellings engines read.
 func (o S3Options) ClientConfig() map[string]string {
 	p := map[string]string{
 		propS3PathStyleAccess:          strconv.FormatBool(o.PathStyle),

@@ -2,112 +2,25 @@ package icebergrest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/versionstore"
 	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 )
-
-func TestTableLocksSerialize(t *testing.T) {
-	locks := newTableLocks()
-	var inside, total atomic.Int32
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for range 50 {
-				unlock, err := locks.lock(t.Context(), []string{"main\x00ns\x1ft"})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if n := inside.Add(1); n != 1 {
-					t.Errorf("%d holders of one table's lock", n)
-				}
-				total.Add(1)
-				inside.Add(-1)
-				unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if total.Load() != 16*50 {
-		t.Fatalf("%d critical sections, want %d", total.Load(), 16*50)
-	}
-	if n := locks.size(); n != 0 {
-		t.Fatalf("%d keys left in the lock map after every holder unlocked", n)
-	}
-}
-
-// TestTableLocksOrder takes overlapping sets of keys named in opposite
-// orders from many goroutines: sorting the keys must keep them from
-// deadlocking.
-func TestTableLocksOrder(t *testing.T) {
-	locks := newTableLocks()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	sets := [][]string{{"a", "b"}, {"b", "a"}, {"c", "b", "a"}, {"a", "c"}, {"b", "b"}}
-	var wg sync.WaitGroup
-	for i := range 12 {
-		wg.Go(func() {
-			for range 200 {
-				unlock, err := locks.lock(ctx, sets[(i+rand.IntN(len(sets)))%len(sets)])
-				if err != nil {
-					t.Errorf("lock: %v (deadlock?)", err)
-					return
-				}
-				unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if n := locks.size(); n != 0 {
-		t.Fatalf("%d keys left in the lock map", n)
-	}
-}
-
-func TestTableLocksContext(t *testing.T) {
-	locks := newTableLocks()
-	unlock, err := locks.lock(t.Context(), []string{"a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-	defer cancel()
-	// "0" is free and sorts first: it must be released again when the
-	// wait for "a" gives up.
-	if _, err := locks.lock(ctx, []string{"a", "0"}); err == nil {
-		t.Fatal("a held lock was taken twice")
-	}
-	if n := locks.size(); n != 1 {
-		t.Fatalf("%d keys in the lock map after a cancelled wait, want 1", n)
-	}
-	unlock()
-	unlock() // idempotent
-	if n := locks.size(); n != 0 {
-		t.Fatalf("%d keys in the lock map after unlock", n)
-	}
-	unlock0, err := locks.lock(t.Context(), []string{"0", "a"})
-	if err != nil {
-		t.Fatalf("locks not free after a cancelled wait: %v", err)
-	}
-	unlock0()
-}
 
 // TestMetadataReplyMatchesJSONReply checks that a reply concatenated from
 // a file's body is byte for byte what encoding/json makes of the same
@@ -134,7 +47,7 @@ func TestMetadataReplyMatchesJSONReply(t *testing.T) {
 	// have escaped it.
 	raw := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(indented.String())
 	for _, loc := range []string{res.Location, "file:///lake/a&b/<x>/00001-x.metadata.json"} {
-		l, err := parseMetadata(loc, []byte(raw))
+		file, err := icebergtable.ParseTableMetadata(loc, []byte(raw))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,15 +55,15 @@ func TestMetadataReplyMatchesJSONReply(t *testing.T) {
 			MetadataLocation *string           `json:"metadata-location"`
 			Metadata         json.RawMessage   `json:"metadata"`
 			Config           map[string]string `json:"config"`
-		}{&loc, l.raw, map[string]string{}})
-		if got := metadataReply(loc, l.body, true); !bytes.Equal(got.body, want.body) {
+		}{&loc, file.Raw, map[string]string{}})
+		if got := metadataReply(loc, file.JSON, true); !bytes.Equal(got.body, want.body) {
 			t.Errorf("load reply:\n got %s\nwant %s", got.body, want.body)
 		}
 		want = jsonReply(http.StatusOK, struct {
 			MetadataLocation string          `json:"metadata-location"`
 			Metadata         json.RawMessage `json:"metadata"`
-		}{loc, l.raw})
-		if got := metadataReply(loc, l.body, false); !bytes.Equal(got.body, want.body) {
+		}{loc, file.Raw})
+		if got := metadataReply(loc, file.JSON, false); !bytes.Equal(got.body, want.body) {
 			t.Errorf("commit reply:\n got %s\nwant %s", got.body, want.body)
 		}
 	}
@@ -160,8 +73,7 @@ func TestMetadataReplyMatchesJSONReply(t *testing.T) {
 // re-reading and retrying on 409 as engines do. Commits in one process
 // take the table's lock, so the store never refuses one (the next writer
 // validates against the new head and fails fast), no server-side retry
-// happens, every append lands, and every file the cache holds is what a
-// reader parsing it from storage would see.
+// happens, and every append lands.
 func TestConcurrentAppendsTakeTurns(t *testing.T) {
 	e := newInternalEnv(t)
 	e.call(t, http.MethodPost, "/v1/lake/namespaces", `{"namespace":["ns"]}`, http.StatusOK)
@@ -202,42 +114,43 @@ func TestConcurrentAppendsTakeTurns(t *testing.T) {
 	if n := e.counter(t, "floe_iceberg_commit_retries_total"); n != 0 {
 		t.Errorf("%v server-side retries of writers in one process", n)
 	}
-	if n := e.api.tables.size(); n != 0 {
+	if n := e.api.tables.Len(); n != 0 {
 		t.Errorf("%d keys left in the table lock map", n)
 	}
 
-	// writeMetadata keeps the Metadata it encoded instead of parsing the
-	// file again: it must be what parsing the file gives.
-	e.api.files.mu.Lock()
-	cached := make([]*loaded, 0, len(e.api.files.byLoc))
-	for _, l := range e.api.files.byLoc {
-		cached = append(cached, l)
+	// Every file written is cached, so the next commit reads none; that
+	// the cached form equals the file is icebergtable's
+	// TestWrittenMetadataEqualsParsed.
+	if n := e.api.cache.Len(); n < writers*appends {
+		t.Fatalf("%d files cached, want at least %d", n, writers*appends)
 	}
-	e.api.files.mu.Unlock()
-	if len(cached) < writers*appends {
-		t.Fatalf("%d files cached, want at least %d", len(cached), writers*appends)
-	}
-	for _, l := range cached {
-		raw, err := readFile(t.Context(), l.location)
-		if err != nil {
-			t.Fatal(err)
+}
+
+// TestMetadataCacheBytes checks Deps.MetadataCacheBytes reaches the cache:
+// a budget smaller than any metadata file keeps none, a negative one turns
+// the cache off, and tables load and commit either way.
+func TestMetadataCacheBytes(t *testing.T) {
+	for _, tc := range []struct {
+		bytes  int64
+		cached bool
+	}{{0, true}, {100, false}, {-1, false}} {
+		e := newInternalEnv(t, func(d *Deps) { d.MetadataCacheBytes = tc.bytes })
+		if (e.api.cache == nil) != (tc.bytes < 0) {
+			t.Fatalf("MetadataCacheBytes %d: cache %v", tc.bytes, e.api.cache)
 		}
-		parsed, err := parseMetadata(l.location, raw)
-		if err != nil {
-			t.Fatal(err)
+		e.call(t, http.MethodPost, "/v1/lake/namespaces", `{"namespace":["ns"]}`, http.StatusOK)
+		e.call(t, http.MethodPost, "/v1/lake/namespaces/ns/tables",
+			`{"name":"t","schema":{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","type":"long","required":true}]}}`, http.StatusOK)
+		path := "/v1/lake/namespaces/ns/tables/t"
+		e.call(t, http.MethodPost, path, appendRequest(e.state(t, path), 1), http.StatusOK)
+		if st := e.state(t, path); len(st.Metadata.Snapshots) != 1 {
+			t.Fatalf("MetadataCacheBytes %d: %d snapshots after one append", tc.bytes, len(st.Metadata.Snapshots))
 		}
-		if !bytes.Equal(parsed.raw, l.raw) || !bytes.Equal(parsed.body, l.body) {
-			t.Errorf("%s: cached bytes differ from the file", l.location)
+		if got := e.api.cache.Len() > 0; got != tc.cached {
+			t.Errorf("MetadataCacheBytes %d: %d files cached (%d bytes)", tc.bytes, e.api.cache.Len(), e.api.cache.Bytes())
 		}
-		if !parsed.meta.Equals(l.meta) {
-			t.Errorf("%s: the cached metadata is not equal to the parsed file", l.location)
-		}
-		again, err := json.Marshal(l.meta)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(again, raw) {
-			t.Errorf("%s: the cached metadata encodes differently from the file", l.location)
+		if e.api.cache.Bytes() > max(tc.bytes, 0) && tc.bytes != 0 {
+			t.Errorf("MetadataCacheBytes %d: the cache holds %d bytes", tc.bytes, e.api.cache.Bytes())
 		}
 	}
 }
@@ -250,7 +163,7 @@ type internalEnv struct {
 	url string
 }
 
-func newInternalEnv(t *testing.T) *internalEnv {
+func newInternalEnv(t *testing.T, opts ...func(*Deps)) *internalEnv {
 	t.Helper()
 	dir := t.TempDir()
 	be, err := pebblebackend.Open(filepath.Join(dir, "data"), pebblebackend.Options{})
@@ -263,7 +176,11 @@ func newInternalEnv(t *testing.T) *internalEnv {
 	}
 	wh := (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(dir, "warehouse"))}).String()
 	reg := prometheus.NewRegistry()
-	a, err := newAPI(Deps{Store: store, Metrics: reg, Warehouses: []Warehouse{{Name: "lake", Location: wh}}})
+	deps := Deps{Store: store, Metrics: reg, Warehouses: []Warehouse{{Name: "lake", Location: wh}}}
+	for _, o := range opts {
+		o(&deps)
+	}
+	a, err := newAPI(deps)
 	if err != nil {
 		t.Fatal(err)
 	}

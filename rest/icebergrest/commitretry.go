@@ -7,50 +7,30 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
-// Commit properties recording what an Iceberg operation did. Every commit
-// the facade makes carries iceberg.operation; the others when they apply.
-const (
-	propOperation        = "iceberg.operation"
-	propTable            = "iceberg.table"
-	propTables           = "iceberg.tables"
-	propView             = "iceberg.view"
-	propNamespace        = "iceberg.namespace"
-	propSnapshotID       = "iceberg.snapshot-id"
-	propTableRef         = "iceberg.ref"
-	propMetadataLocation = "iceberg.metadata-location"
-	propRenamedFrom      = "iceberg.renamed-from"
-	propPurgeRequested   = "iceberg.purge-requested"
-)
-
-// change describes one catalog commit for its history and metrics.
-type change struct {
-	// op is the operation: a bounded label (see operations).
+// commitDescription says what one catalog commit does, for its history
+// (message and properties) and metrics.
+type commitDescription struct {
+	// op is the operation: a bounded label (icebergtable.Operations).
 	op      string
 	message string
 	props   map[string]string
 }
 
-// operations are the values of iceberg.operation, and the metric labels.
-var operations = []string{
-	"create", "append", "overwrite", "replace", "delete", "update", "drop", "rename",
-	"register", "unregister", "transaction",
-	"create-namespace", "update-namespace", "drop-namespace",
-	"create-view", "replace-view", "drop-view", "rename-view", "register-view",
-}
-
-// commit makes one store commit on branch, based on expected, recording ch.
+// commit makes one store commit on branch, based on expected, described by
+// desc.
 // rp is the reply the handler sends if the commit succeeds: for a request
 // sent with an Idempotency-Key it is recorded in the commit itself, so the
 // outcome becomes durable in the same batch as the commit and a retry of a
 // request whose answer was lost replays rp instead of committing again.
 // Handlers must then send exactly rp. Errors are the store's, for the
 // caller to interpret.
-func (a *api) commit(ctx context.Context, w http.ResponseWriter, r *http.Request, branch string, expected versionstore.Hash, ops []versionstore.Operation, ch change, rp *reply) (*versionstore.CommitResult, error) {
-	props := map[string]string{propOperation: ch.op}
-	for k, v := range ch.props {
+func (a *api) commit(ctx context.Context, w http.ResponseWriter, r *http.Request, branch string, expected versionstore.Hash, ops []versionstore.Operation, desc commitDescription, rp *reply) (*versionstore.CommitResult, error) {
+	props := map[string]string{icebergtable.PropOperation: desc.op}
+	for k, v := range desc.props {
 		props[k] = v
 	}
 	principal := a.principal(r)
@@ -58,7 +38,7 @@ func (a *api) commit(ctx context.Context, w http.ResponseWriter, r *http.Request
 		Branch:     branch,
 		Expected:   expected,
 		Operations: ops,
-		Meta:       versionstore.CommitMeta{Message: ch.message, Properties: props},
+		Meta:       versionstore.CommitMeta{Message: desc.message, Properties: props},
 		Committer:  principal,
 	}
 	kr := keyedRequestOf(r)
@@ -68,7 +48,7 @@ func (a *api) commit(ctx context.Context, w http.ResponseWriter, r *http.Request
 	res, err := a.store.Commit(ctx, req)
 	if err != nil {
 		if _, ok := errors.AsType[*versionstore.ConflictError](err); ok {
-			a.metrics.conflicts.WithLabelValues(ch.op).Inc()
+			a.metrics.conflicts.WithLabelValues(desc.op).Inc()
 		}
 		return nil, err
 	}
@@ -76,9 +56,9 @@ func (a *api) commit(ctx context.Context, w http.ResponseWriter, r *http.Request
 		kr.recorded = true
 		a.metrics.ikRecords.WithLabelValues("with-commit").Inc()
 	}
-	a.metrics.commits.WithLabelValues(ch.op).Inc()
+	a.metrics.commits.WithLabelValues(desc.op).Inc()
 	a.logger.InfoContext(ctx, "iceberg commit",
-		"operation", ch.op, "message", ch.message, "branch", branch,
+		"operation", desc.op, "message", desc.message, "branch", branch,
 		"commit", res.Commit.Hash.String(), "rebased", res.Rebased,
 		"principal", principal, "request_id", requestID(w))
 	return res, nil

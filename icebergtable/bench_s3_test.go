@@ -1,4 +1,4 @@
-package icebergrest
+package icebergtable
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 )
 
 // BenchmarkS3ReadMetadata compares reading one metadata file through the
-// warehouse's shared bucket client (what the facade does) with making a
+// warehouse's shared bucket client (what Warehouse does) with making a
 // client per read (iceberg-go's io.LoadFS on every call), against a local
 // stand-in for S3 that answers every GET with the same object.
 func BenchmarkS3ReadMetadata(b *testing.B) {
@@ -29,17 +29,16 @@ func BenchmarkS3ReadMetadata(b *testing.B) {
 	}))
 	defer srv.Close()
 	opts := S3Options{Endpoint: srv.URL, Region: "us-east-1", PathStyle: true, AccessKeyID: "k", SecretAccessKey: "s"}
-	wh, err := newWarehouse(Warehouse{Name: "lake", Location: "s3://bucket/wh", IOProperties: opts.IOProperties()})
+	wh, err := OpenWarehouse(Config{Name: "lake", Location: "s3://bucket/wh", IOProperties: opts.IOProperties()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	a := &api{warehouses: map[string]*warehouse{"lake": wh}}
 	loc := "s3://bucket/wh/ns/t/metadata/00000-x.metadata.json"
 	ctx := context.Background()
 
 	b.Run("shared-client", func(b *testing.B) {
 		for b.Loop() {
-			raw, err := a.readFile(ctx, loc)
+			raw, err := wh.ReadFile(ctx, loc)
 			if err != nil || len(raw) != len(object) {
 				b.Fatalf("read %d bytes: %v", len(raw), err)
 			}

@@ -1,0 +1,192 @@
+package icebergtable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/io/gocloud/blobfs"
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+)
+
+// objectStoreSchemes are the location schemes served through iceberg-go's
+// S3 driver (as iceberg-go registers them, minus oss, which floe does not
+// claim to support).
+var objectStoreSchemes = []string{"s3", "s3a", "s3n"}
+
+func isObjectStore(scheme string) bool { return slices.Contains(objectStoreSchemes, scheme) }
+
+func localOrObjectStore(scheme string) bool { return scheme == "file" || isObjectStore(scheme) }
+
+// metadataIOTimeout bounds one metadata read, write or delete on an object
+// store, on top of the caller's own context: the AWS SDK retries failed
+// requests, and a request must not hang on a store that stopped answering.
+const metadataIOTimeout = 60 * time.Second
+
+// objectStore is a warehouse's bucket client, made on first use and then
+// shared by every caller: making one loads the AWS configuration and
+// builds an HTTP transport, so a client per call would cost a config load
+// and a fresh connection (TLS handshake included) for every metadata file.
+// iceberg-go's blob file system binds the context it is made with to all
+// its operations, so each call wraps the shared bucket in a file system of
+// its own context (see fileIO).
+type objectStore struct {
+	mu     sync.Mutex
+	bucket *blob.Bucket
+}
+
+// fileIO returns the file system for loc, its operations bound to ctx, and
+// a cancel func to call when done. Locations outside the warehouse get
+// iceberg-go's defaults.
+func (w *Warehouse) fileIO(ctx context.Context, loc string) (iceio.IO, context.CancelFunc, error) {
+	if u, err := normalizeLocation(loc); err != nil || !w.holds(u) {
+		fsys, err := iceio.LoadFS(ctx, nil, loc)
+		return fsys, func() {}, err
+	}
+	if !isObjectStore(w.root.Scheme) {
+		fsys, err := iceio.LoadFS(ctx, w.ioProps, w.Location())
+		return fsys, func() {}, err
+	}
+	b, err := w.bucket.open(ctx, w)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the object store of warehouse %s at %s: %w", w.name, w.Location(), err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, metadataIOTimeout)
+	return blobfs.New(ctx, b, blobfs.DefaultObjectLocationExtractor(w.root.Host, objectStoreSchemes...)), cancel, nil
+}
+
+// open makes the bucket client once. A failure is not kept: the next
+// call tries again (e.g. after credentials appear).
+func (s *objectStore) open(ctx context.Context, w *Warehouse) (*blob.Bucket, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.bucket != nil {
+		return s.bucket, nil
+	}
+	// The client outlives this call: only the caller's values, not its
+	// cancellation, may reach it.
+	fsys, err := iceio.LoadFS(context.WithoutCancel(ctx), w.ioProps, w.Location())
+	if err != nil {
+		return nil, err
+	}
+	bfs, ok := fsys.(*blobfs.FileIO)
+	if !ok {
+		return nil, fmt.Errorf("unexpected file system %T for %s", fsys, w.Location())
+	}
+	s.bucket = bfs.Bucket
+	return s.bucket, nil
+}
+
+// ReadFile reads the file at loc through the warehouse's file IO.
+func (w *Warehouse) ReadFile(ctx context.Context, loc string) ([]byte, error) {
+	fsys, done, err := w.fileIO(ctx, loc)
+	if err != nil {
+		return nil, fmt.Errorf("open file system for %s: %w", loc, err)
+	}
+	defer done()
+	var raw []byte
+	if rf, ok := fsys.(iceio.ReadFileIO); ok {
+		raw, err = rf.ReadFile(loc)
+	} else {
+		var f iceio.File
+		if f, err = fsys.Open(loc); err == nil {
+			raw, err = io.ReadAll(f)
+			err = errors.Join(err, f.Close())
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read metadata file %s: %w", loc, describeStorageError(err))
+	}
+	return raw, nil
+}
+
+// WriteFile creates a new file at loc with data and syncs it: a catalog
+// commit that names the file may follow, and must never point at a file a
+// crash could lose. A failed write leaves no file behind. On an object
+// store the object exists once Close returns, which is when the upload
+// completes.
+func (w *Warehouse) WriteFile(ctx context.Context, loc string, data []byte) error {
+	fsys, done, err := w.fileIO(ctx, loc)
+	if err != nil {
+		return fmt.Errorf("open file system for %s: %w", loc, err)
+	}
+	defer done()
+	wfs, ok := fsys.(iceio.WriteFileIO)
+	if !ok {
+		return fmt.Errorf("the file system of %s is read-only", loc)
+	}
+	out, err := wfs.Create(loc)
+	if err != nil {
+		return fmt.Errorf("create metadata file %s: %w", loc, describeStorageError(err))
+	}
+	_, err = out.Write(data)
+	if s, ok := out.(interface{ Sync() error }); ok && err == nil {
+		err = s.Sync()
+	}
+	if err = errors.Join(err, out.Close()); err != nil {
+		_ = fsys.Remove(loc)
+		return fmt.Errorf("write metadata file %s: %w", loc, describeStorageError(err))
+	}
+	syncParentDir(loc)
+	return nil
+}
+
+// syncParentDir makes a new local file's directory entry durable.
+func syncParentDir(loc string) {
+	u, err := url.Parse(loc)
+	if err != nil || u.Scheme != "file" {
+		return
+	}
+	if d, err := os.Open(filepath.Dir(filepath.FromSlash(u.Path))); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+}
+
+// RemoveFile deletes the file at loc; a file that does not exist is no
+// error. Callers delete metadata files no commit references, so a failure
+// leaves an orphan that wastes space but is never read.
+func (w *Warehouse) RemoveFile(ctx context.Context, loc string) error {
+	fsys, done, err := w.fileIO(ctx, loc)
+	if err == nil {
+		err = fsys.Remove(loc)
+		done()
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove metadata file %s: %w", loc, describeStorageError(err))
+	}
+	return nil
+}
+
+// describeStorageError says in words what went wrong with an object store,
+// so the error a client reads names the cause rather than only an SDK
+// error chain.
+func describeStorageError(err error) error {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("the object store did not answer in time: %w", err)
+	case errors.Is(err, context.Canceled):
+		return err
+	case errors.As(err, &ne):
+		return fmt.Errorf("the object store is unreachable: %w", err)
+	}
+	switch gcerrors.Code(err) {
+	case gcerrors.PermissionDenied:
+		return fmt.Errorf("access to the object store was denied: %w", err)
+	case gcerrors.NotFound:
+		return fmt.Errorf("not found in the object store (does the bucket exist?): %w", err)
+	}
+	return err
+}

@@ -1,0 +1,205 @@
+package icebergtable
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+)
+
+// PropMetadataPath is the Iceberg table property that moves metadata files
+// out of <location>/metadata.
+const PropMetadataPath = "write.metadata.path"
+
+// MetadataFile is one table metadata file: its location, its bytes as
+// stored, and its parsed form. Metadata files are immutable and their
+// names unique, so a MetadataFile never goes stale and may be shared;
+// callers must not modify its fields.
+type MetadataFile struct {
+	Location string
+	// Raw is the file's content (gunzipped if it was compressed).
+	Raw []byte
+	// JSON is Raw as encoding/json re-encodes a json.RawMessage: compact,
+	// with <, > and & escaped, so an answer can embed it verbatim instead
+	// of re-encoding a large file for every answer. For files floe
+	// writes, JSON and Raw are the same slice.
+	JSON     []byte
+	Metadata table.Metadata
+
+	// refsJSON is JSON with only the snapshots refs point at; computed on
+	// first use (RefSnapshotsOnly), since re-parsing a large file per
+	// call costs tens of milliseconds.
+	refsOnce sync.Once
+	refsJSON json.RawMessage
+	refsErr  error
+}
+
+// ReadTableMetadata reads and parses the table metadata file at loc, from
+// the cache if it holds it.
+func (w *Warehouse) ReadTableMetadata(ctx context.Context, loc string) (*MetadataFile, error) {
+	if f := w.cache.get(loc); f != nil {
+		return f, nil
+	}
+	raw, err := w.ReadFile(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	f, err := ParseTableMetadata(loc, raw)
+	if err != nil {
+		return nil, err
+	}
+	w.cache.add(f)
+	return f, nil
+}
+
+// ParseTableMetadata parses the content of the table metadata file at loc,
+// gunzipping it if it is compressed (".gz.metadata.json" as Java writes
+// with gzip compression).
+func ParseTableMetadata(loc string, raw []byte) (*MetadataFile, error) {
+	if len(raw) > 2 && raw[0] == 0x1f && raw[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, fmt.Errorf("metadata file %s: %w", loc, err)
+		}
+		if raw, err = io.ReadAll(zr); err != nil {
+			return nil, fmt.Errorf("metadata file %s: %w", loc, err)
+		}
+	}
+	meta, err := table.ParseMetadataBytes(raw)
+	if err != nil {
+		return nil, fmt.Errorf("parse metadata file %s: %w", loc, err)
+	}
+	body, err := json.Marshal(json.RawMessage(raw))
+	if err != nil {
+		return nil, fmt.Errorf("metadata file %s: %w", loc, err)
+	}
+	if bytes.Equal(body, raw) {
+		body = raw
+	}
+	return &MetadataFile{Location: loc, Raw: raw, JSON: body, Metadata: meta}, nil
+}
+
+// WriteTableMetadata writes meta as a new table metadata file at loc
+// (named by NewTableMetadataLocation) and syncs it.
+func (w *Warehouse) WriteTableMetadata(ctx context.Context, loc string, meta table.Metadata) (*MetadataFile, error) {
+	raw, err := json.Marshal(meta)
+	if err != nil {
+		return nil, fmt.Errorf("encode metadata for %s: %w", loc, err)
+	}
+	if err := w.WriteFile(ctx, loc, raw); err != nil {
+		return nil, err
+	}
+	// meta is kept as is, not re-parsed from raw (parsing was a third of a
+	// commit's CPU): it is the value raw encodes, and a reader parsing raw
+	// gets an equal Metadata (checked by TestWrittenMetadataEqualsParsed).
+	// raw is json.Marshal output, hence already what JSON holds.
+	f := &MetadataFile{Location: loc, Raw: raw, JSON: raw, Metadata: meta}
+	w.cache.add(f)
+	return f, nil
+}
+
+// RefSnapshotsOnly returns JSON with only the snapshots that are the head
+// of a branch or tag (the REST spec's snapshots=refs), as the reference
+// server's suppressHistoricalSnapshots does: no ancestors, nothing else
+// rewritten. It is encoded as JSON is: compact and escaped.
+func (f *MetadataFile) RefSnapshotsOnly() (json.RawMessage, error) {
+	f.refsOnce.Do(func() { f.refsJSON, f.refsErr = refSnapshotsOnly(f) })
+	return f.refsJSON, f.refsErr
+}
+
+func refSnapshotsOnly(f *MetadataFile) (json.RawMessage, error) {
+	keep := map[int64]bool{}
+	for _, ref := range f.Metadata.Refs() {
+		keep[ref.SnapshotID] = true
+	}
+	if cs := f.Metadata.CurrentSnapshot(); cs != nil {
+		keep[cs.SnapshotID] = true
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(f.Raw, &doc); err != nil {
+		return nil, err
+	}
+	var snaps []json.RawMessage
+	if raw, ok := doc["snapshots"]; ok {
+		if err := json.Unmarshal(raw, &snaps); err != nil {
+			return nil, err
+		}
+	}
+	kept := make([]json.RawMessage, 0, len(keep))
+	for _, s := range snaps {
+		var head struct {
+			ID int64 `json:"snapshot-id"`
+		}
+		if err := json.Unmarshal(s, &head); err != nil {
+			return nil, err
+		}
+		if keep[head.ID] {
+			kept = append(kept, s)
+		}
+	}
+	b, err := json.Marshal(kept)
+	if err != nil {
+		return nil, err
+	}
+	doc["snapshots"] = b
+	return json.Marshal(doc)
+}
+
+var metadataFileName = regexp.MustCompile(`^(\d+)-[0-9a-fA-F-]{36}(?:\.[a-z]+)?\.metadata\.json$`)
+
+// metadataVersion is the sequence number in a metadata file name
+// ("00042-<uuid>.metadata.json", or Hadoop's "v42.metadata.json"), or -1.
+func metadataVersion(loc string) int {
+	name := path.Base(loc)
+	if m := metadataFileName.FindStringSubmatch(name); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			return n
+		}
+	}
+	if s, ok := strings.CutPrefix(name, "v"); ok {
+		if s, ok = strings.CutSuffix(s, ".metadata.json"); ok {
+			s = strings.TrimSuffix(s, ".gz")
+			if n, err := strconv.Atoi(s); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
+// NewTableMetadataLocation names the next metadata file of a table whose
+// current file is prev ("" for a new table):
+// <metadata dir>/<NNNNN>-<uuid>.metadata.json with NNNNN one more than
+// prev's, as Java's metastore catalogs do. The metadata dir is
+// write.metadata.path if set, else <location>/metadata; the result must lie
+// inside the warehouse (the error says why not).
+func (w *Warehouse) NewTableMetadataLocation(meta table.Metadata, prev string) (string, error) {
+	version := 0
+	if prev != "" {
+		if v := metadataVersion(prev); v >= 0 {
+			version = v + 1
+		} else {
+			// A file named some other way: count the history instead.
+			for range meta.PreviousFiles() {
+				version++
+			}
+		}
+	}
+	dir := trimSlash(meta.Location()) + "/metadata"
+	if p := meta.Properties()[PropMetadataPath]; p != "" {
+		dir = trimSlash(p)
+	}
+	return w.Contains(fmt.Sprintf("%s/%05d-%s.metadata.json", dir, version, uuid.NewString()))
+}
+
+func trimSlash(s string) string { return strings.TrimRight(s, "/") }

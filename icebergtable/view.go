@@ -1,0 +1,64 @@
+package icebergtable
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/apache/iceberg-go/view"
+	"github.com/google/uuid"
+)
+
+// ViewMetadataFile is one view metadata file: its location, its bytes as
+// stored, and its parsed form. Callers must not modify its fields. View
+// files are not cached: views are small and rarely loaded in a hot loop.
+type ViewMetadataFile struct {
+	Location string
+	Raw      []byte
+	Metadata view.Metadata
+}
+
+// ReadViewMetadata reads and parses the view metadata file at loc.
+func (w *Warehouse) ReadViewMetadata(ctx context.Context, loc string) (*ViewMetadataFile, error) {
+	raw, err := w.ReadFile(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := view.ParseMetadataBytes(raw)
+	if err != nil {
+		return nil, fmt.Errorf("parse view metadata file %s: %w", loc, err)
+	}
+	return &ViewMetadataFile{Location: loc, Raw: raw, Metadata: meta}, nil
+}
+
+// WriteViewMetadata writes meta as a new view metadata file at loc (named
+// by NewViewMetadataLocation) and syncs it.
+func (w *Warehouse) WriteViewMetadata(ctx context.Context, loc string, meta view.Metadata) (*ViewMetadataFile, error) {
+	raw, err := json.Marshal(meta)
+	if err != nil {
+		return nil, fmt.Errorf("encode view metadata for %s: %w", loc, err)
+	}
+	if err := w.WriteFile(ctx, loc, raw); err != nil {
+		return nil, err
+	}
+	parsed, err := view.ParseMetadataBytes(raw)
+	if err != nil {
+		return nil, fmt.Errorf("parse view metadata file %s: %w", loc, err)
+	}
+	return &ViewMetadataFile{Location: loc, Raw: raw, Metadata: parsed}, nil
+}
+
+// NewViewMetadataLocation names the next metadata file of a view whose
+// current file is prev ("" for a new view), as NewTableMetadataLocation
+// does for tables: <location>/metadata/<NNNNN>-<uuid>.metadata.json.
+func (w *Warehouse) NewViewMetadataLocation(meta view.Metadata, prev string) (string, error) {
+	version := 0
+	if prev != "" {
+		if v := metadataVersion(prev); v >= 0 {
+			version = v + 1
+		} else {
+			version = len(meta.Versions())
+		}
+	}
+	return w.Contains(fmt.Sprintf("%s/metadata/%05d-%s.metadata.json", trimSlash(meta.Location()), version, uuid.NewString()))
+}
