@@ -26,7 +26,8 @@ type Backend struct {
 	life   sync.RWMutex
 	closed bool // guarded by life
 
-	// locks serializes Apply calls that update the same reference.
+	// locks serializes Apply calls that update the same reference, or check
+	// or write the same record.
 	locks refLocks
 
 	// refsMu guards refs, the in-memory mirror of every reference. Invariant:

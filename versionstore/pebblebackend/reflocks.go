@@ -5,9 +5,9 @@ import (
 	"sync"
 )
 
-// refLocks is a table of per-reference mutexes. Apply holds the locks of the
-// refs it updates from the compare until the batch is durable and the mirror
-// updated, which is what makes the compare-and-swap atomic: Pebble has no
+// refLocks is a table of per-reference (and per-record) mutexes. Apply holds
+// the locks of the refs it updates and the records it checks or writes from
+// the compare until the batch is durable and the mirror updated, which is what makes the compare-and-swap atomic: Pebble has no
 // transactions, so nothing else stops two writers from both passing the
 // compare. Batches on different refs hold different locks and can therefore
 // be in their fsync at the same time, sharing Pebble's group commit.
