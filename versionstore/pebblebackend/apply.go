@@ -95,11 +95,10 @@ func lockNames(batch backend.Batch) ([]string, error) {
 	slices.Sort(names)
 	for i := 1; i < len(names); i++ {
 		if names[i] == names[i-1] {
-			what := "ref"
 			if names[i][0] == prefixRecord {
-				what = "record check"
+				return nil, fmt.Errorf("pebblebackend: apply: record %q checked twice in one batch", names[i][1:])
 			}
-			return nil, fmt.Errorf("pebblebackend: apply: %s %q appears twice in one batch", what, names[i][1:])
+			return nil, fmt.Errorf("pebblebackend: apply: ref %q updated twice in one batch", names[i][1:])
 		}
 	}
 	for _, r := range batch.Records {
