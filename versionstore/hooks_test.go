@@ -471,6 +471,15 @@ func TestMergeResolvedContent(t *testing.T) {
 		t.Fatalf("stale resolution: no conflict reported for db.a: %+v", res.Details)
 	}
 
+	// Resolving to the target's own value keeps it: nothing to write
+	// for db.a, the rest merges.
+	keep := mode
+	keep.Resolved = mainA.Clone()
+	res, err = f.merge(ctx, func(r *MergeRequest) { r.KeyModes, r.DryRun = []KeyMergeMode{keep}, true })
+	if err != nil || !res.WasSuccessful {
+		t.Fatalf("resolving db.a to the target's value: %+v, %v", res, err)
+	}
+
 	var checked []CheckedChange
 	res, err = f.merge(ctx, func(r *MergeRequest) {
 		r.KeyModes = []KeyMergeMode{mode}

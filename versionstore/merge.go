@@ -494,7 +494,8 @@ func (t *refTxn) planMerge(ctx context.Context, req MergeRequest, modes mergeMod
 			t.ov.putEncoded(km.expectedPut.data, km.expectedPut.hash, km.expectedPut.content)
 		}
 	}
-	ops, details, conflicts, err := t.resolveChanges(ctx, head.Tree, changes, modes)
+	resolved := map[string]bool{}
+	ops, details, conflicts, err := t.resolveChanges(ctx, head.Tree, changes, modes, resolved)
 	if err != nil {
 		return nil, err
 	}
@@ -502,7 +503,7 @@ func (t *refTxn) planMerge(ctx context.Context, req MergeRequest, modes mergeMod
 	if len(conflicts) > 0 {
 		return nil, &conflictResult{ConflictError: &ConflictError{Ref: t.name, Conflicts: conflicts}, result: res}
 	}
-	if err := modes.resolvedUsed(ops); err != nil {
+	if err := modes.resolvedUsed(resolved); err != nil {
 		return nil, err
 	}
 	if len(ops) == 0 {
@@ -535,21 +536,15 @@ func (m mergeModes) resolvedPuts() []*preparedPut {
 	return out
 }
 
-// resolvedUsed checks that every resolved content is written by ops: one
-// given for a key the merge does not put would otherwise be dropped
-// without a word.
-func (m mergeModes) resolvedUsed(ops []CommitOp) error {
-	written := map[string]Hash{}
-	for _, op := range ops {
-		if op.Kind == OpPut {
-			written[string(op.Key.Encode())] = op.Value
-		}
-	}
+// resolvedUsed checks that every resolved content was used, as recorded
+// by resolveChanges: one given for a key the merge does not put would
+// otherwise be dropped without a word.
+func (m mergeModes) resolvedUsed(used map[string]bool) error {
 	for k, km := range m.byKey {
 		if km.resolved == nil {
 			continue
 		}
-		if v, ok := written[k]; !ok || v != km.resolved.hash {
+		if !used[k] {
 			key, _ := DecodeKey([]byte(k))
 			return fmt.Errorf("%w: the merge mode for %q has resolved content, but the merge does not put that key", ErrInvalid, key.String())
 		}
@@ -568,8 +563,9 @@ func defaultMergeMessage(req MergeRequest) string {
 }
 
 // resolveChanges decides, for each source change, what to write on the
-// target, by the key's merge mode and the target's current value.
-func (t *refTxn) resolveChanges(ctx context.Context, targetTree Hash, changes []keyChange, modes mergeModes) ([]CommitOp, []KeyDetail, []Conflict, error) {
+// target, by the key's merge mode and the target's current value. It
+// records in resolved (if not nil) the keys written with resolved content.
+func (t *refTxn) resolveChanges(ctx context.Context, targetTree Hash, changes []keyChange, modes mergeModes, resolved map[string]bool) ([]CommitOp, []KeyDetail, []Conflict, error) {
 	var (
 		ops       []CommitOp
 		details   []KeyDetail
@@ -608,7 +604,10 @@ func (t *refTxn) resolveChanges(ctx context.Context, targetTree Hash, changes []
 			switch {
 			case mode.behavior == MergeDrop:
 			case mode.resolved != nil && ch.sourceOK:
-				if tv != mode.resolved.hash {
+				if resolved != nil {
+					resolved[string(ch.key)] = true
+				}
+				if tv != mode.resolved.hash { // else the target has it already
 					ops = append(ops, CommitOp{Kind: OpPut, Key: key, Value: mode.resolved.hash})
 				}
 			case tv == ch.source && tok == ch.sourceOK:
@@ -738,7 +737,7 @@ func (t *refTxn) planTransplant(ctx context.Context, req TransplantRequest, mode
 			p.reads[string(k)] = true
 			changes = append(changes, keyChange{key: k, base: pv, baseOK: pok, source: op.Value, sourceOK: op.Kind == OpPut})
 		}
-		ops, details, cs, err := t.resolveChanges(ctx, head.Tree, changes, modes)
+		ops, details, cs, err := t.resolveChanges(ctx, head.Tree, changes, modes, nil)
 		if err != nil {
 			return nil, err
 		}
