@@ -612,3 +612,72 @@ func TestMergeParentReadFailureFailsMerge(t *testing.T) {
 		}
 	}
 }
+
+// TestMergesWhileBranchIsBusy: merges land while another writer keeps
+// committing to the target on other keys, and what each merge's last check
+// saw is exactly what its commit changed, measured against the commit's
+// first parent.
+func TestMergesWhileBranchIsBusy(t *testing.T) {
+	ctx := t.Context()
+	s := openTestStore(t, Options{})
+	base := mustCommit(t, s, "main", put(key("db"), ns()))
+	const merges = 6
+	for i := 0; i < merges; i++ {
+		name := fmt.Sprint("dev", i)
+		if _, err := s.CreateRef(ctx, CreateRefRequest{Name: name, Type: Branch, Target: base.Commit.Hash}); err != nil {
+			t.Fatal(err)
+		}
+		mustCommit(t, s, name, put(key("db", name), table(name)))
+	}
+	stop := make(chan struct{})
+	var busy sync.WaitGroup
+	busy.Add(1)
+	go func() {
+		defer busy.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, err := s.Commit(ctx, CommitRequest{Branch: "main", Expected: base.Commit.Hash,
+				Operations: []Operation{put(key("db", fmt.Sprint("busy", i)), table("b"))}, Committer: "busy"})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for i := 0; i < merges; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprint("dev", i)
+			var last []CheckedChange
+			res, err := s.Merge(ctx, MergeRequest{Target: "main", ExpectedTarget: base.Commit.Hash, From: s.refs.get(name).Head, Committer: "m",
+				Check: func(_ context.Context, cs []CheckedChange) error { last = cs; return nil }})
+			if err != nil || !res.WasApplied || len(res.Commits) != 1 {
+				t.Errorf("merge of %s: %+v, %v", name, res, err)
+				return
+			}
+			c := res.Commits[0]
+			if len(last) != len(c.Operations) {
+				t.Errorf("merge of %s: checked %d changes, wrote %d", name, len(last), len(c.Operations))
+				return
+			}
+			for j, op := range c.Operations {
+				before, err := s.GetContent(ctx, c.Parents[0], op.Key)
+				if errors.Is(err, ErrContentNotFound) {
+					before, err = nil, nil
+				}
+				if err != nil || !last[j].Key.Equal(op.Key) || last[j].Kind != op.Kind || !before.Equal(last[j].Before) {
+					t.Errorf("merge of %s: checked %+v, wrote %+v onto %+v (%v)", name, last[j], op, before, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	busy.Wait()
+}
