@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 
 	"github.com/floe-catalog/floe/versionstore/backend"
 )
@@ -77,6 +78,9 @@ type writeRequest struct {
 	done   chan struct{}
 	result any
 	err    error
+	// checked are the records whose previous value the write's batch
+	// checks (conditional record writes), set when it is applied.
+	checked []string
 }
 
 // refTxn is one write's view of its reference inside a round: the state
@@ -92,11 +96,23 @@ type refTxn struct {
 	log []*RefLogEntry
 	// commits counts the commits this write adds.
 	commits int
-	// records are written with the batch.
+	// records are written with the batch, if checks hold.
 	records []backend.Record
+	checks  []backend.RecordCheck
 	// chain holds ancestors of the current head; an expected hash found
 	// there needs no history walk.
 	chain *headChain
+}
+
+// addRecord writes r (if any) with the write's batch.
+func (t *refTxn) addRecord(r *preparedRecord) {
+	if r == nil {
+		return
+	}
+	t.records = append(t.records, r.record)
+	if r.check != nil {
+		t.checks = append(t.checks, *r.check)
+	}
 }
 
 // move points the reference at a new head and records why.
@@ -234,15 +250,20 @@ type preparedRound struct {
 	ov      *overlay
 	log     []*RefLogEntry
 	records []backend.Record
-	commits int
-	done    chan struct{} // closed when Apply returned
-	err     error         // Apply's outcome, once done is closed
+	checks  []backend.RecordCheck
+	// recordKeys are the records the round writes so far: a later write
+	// in the round that checks one of them read its value before the
+	// earlier write changed it, so its check would be stale.
+	recordKeys map[string]bool
+	commits    int
+	done       chan struct{} // closed when Apply returned
+	err        error         // Apply's outcome, once done is closed
 }
 
 func (p *preparedRound) changed() bool { return len(p.log) > 0 }
 
 func (p *preparedRound) batch() backend.Batch {
-	b := backend.Batch{Objects: p.ov.objects(), Refs: []backend.RefUpdate{{Name: p.name}}, Records: p.records}
+	b := backend.Batch{Objects: p.ov.objects(), Refs: []backend.RefUpdate{{Name: p.name}}, Records: p.records, RecordChecks: p.checks}
 	if p.base != nil {
 		b.Refs[0].Expected = p.base.raw
 	}
@@ -319,8 +340,6 @@ func (p *preparedRound) add(reqs []*writeRequest) {
 			var cr *conflictResult
 			var ce *ConflictError
 			switch {
-			case errors.Is(err, errDryRun):
-				r.result = res
 			case errors.As(err, &cr):
 				s.stats.Conflicts.Add(1)
 				r.result, r.err = cr.result, cr.ConflictError
@@ -332,10 +351,26 @@ func (p *preparedRound) add(reqs []*writeRequest) {
 			}
 			continue
 		}
+		if err := p.staleCheck(t.checks); err != nil {
+			p.ov.rollback(mark)
+			r.err = err
+			continue
+		}
 		r.result = res
+		r.checked = r.checked[:0]
+		for _, c := range t.checks {
+			r.checked = append(r.checked, c.Key)
+		}
 		p.cur = t.ref
 		p.log = append(p.log, t.log...)
 		p.records = append(p.records, t.records...)
+		p.checks = append(p.checks, t.checks...)
+		for _, rec := range t.records {
+			if p.recordKeys == nil {
+				p.recordKeys = map[string]bool{}
+			}
+			p.recordKeys[rec.Key] = true
+		}
 		p.commits += t.commits
 		for _, e := range t.log {
 			switch e.Op {
@@ -348,6 +383,17 @@ func (p *preparedRound) add(reqs []*writeRequest) {
 	}
 }
 
+// staleCheck fails a write whose record check names a record an earlier
+// write of the round changes.
+func (p *preparedRound) staleCheck(checks []backend.RecordCheck) error {
+	for _, c := range checks {
+		if p.recordKeys[c.Key] {
+			return fmt.Errorf("record %q is written by a concurrent write: %w", c.Key, ErrRecordConflict)
+		}
+	}
+	return nil
+}
+
 // complete waits for a started round, publishes it if durable, and
 // delivers its results. If another process moved the reference, the round
 // is applied again on the reloaded head (synchronously). It reports
@@ -356,14 +402,30 @@ func (p *preparedRound) add(reqs []*writeRequest) {
 func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 	defer p.deliver()
 	err := p.wait()
-	for attempt := 1; errors.Is(err, backend.ErrRefConflict) && attempt <= maxBackendRetries; attempt++ {
-		s.stats.BackendRetries.Add(1)
-		if err = s.reloadRef(name); err != nil {
-			break
+	round, retries := p.round, 0
+	for err != nil {
+		var rc *backend.RecordConflictError
+		switch {
+		case errors.As(err, &rc):
+			// The writes that checked that record fail; the others are
+			// applied again without them. Each pass removes at least one
+			// write, so this ends.
+			var failed bool
+			if round, failed = failRecordCheckers(round, rc.Key); !failed {
+				return s.failRound(name, q, p, err)
+			}
+		case errors.Is(err, backend.ErrRefConflict) && retries < maxBackendRetries:
+			retries++
+			s.stats.BackendRetries.Add(1)
+			if err := s.reloadRef(name); err != nil {
+				return s.failRound(name, q, p, err)
+			}
+		default:
+			return s.failRound(name, q, p, err)
 		}
 		q.chain.reset(s.refs.get(name))
 		redo := s.prepareRound(name, q, s.refs.get(name), nil)
-		redo.add(p.round)
+		redo.add(round)
 		if !redo.changed() {
 			return false
 		}
@@ -373,18 +435,37 @@ func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 			return false
 		}
 	}
-	if err != nil {
-		q.chain.reset(s.refs.get(name)) // these heads never became durable
-		s.logger.Error("durable write failed", "ref", name, "err", err)
-		for _, r := range p.round {
-			if r.err == nil {
-				r.result, r.err = nil, fmt.Errorf("write to %q was not made durable: %w", name, err)
-			}
-		}
-		return false
-	}
 	s.publish(name, p)
 	return true
+}
+
+// failRound reports err to every write of a round that did not become
+// durable and has no error of its own.
+func (s *Store) failRound(name string, q *refQueue, p *preparedRound, err error) bool {
+	q.chain.reset(s.refs.get(name)) // these heads never became durable
+	s.logger.Error("durable write failed", "ref", name, "err", err)
+	for _, r := range p.round {
+		if r.err == nil {
+			r.result, r.err = nil, fmt.Errorf("write to %q was not made durable: %w", name, err)
+		}
+	}
+	return false
+}
+
+// failRecordCheckers fails every write in round that checked the record
+// key, and returns the others and whether any failed.
+func failRecordCheckers(round []*writeRequest, key string) ([]*writeRequest, bool) {
+	rest := make([]*writeRequest, 0, len(round))
+	failed := false
+	for _, r := range round {
+		if r.err == nil && slices.Contains(r.checked, key) {
+			r.result, r.err = nil, fmt.Errorf("record %q changed concurrently: %w", key, ErrRecordConflict)
+			failed = true
+			continue
+		}
+		rest = append(rest, r)
+	}
+	return rest, failed
 }
 
 // publish makes a durable round visible to readers.

@@ -19,6 +19,14 @@
 // applied in order in memory and made durable in one batch), merge base,
 // merge, transplant and diff at the level of keys.
 //
+// A branch's committer goroutine only applies writes; it never waits on a
+// caller. A merge or transplant is computed, and vetted by its WriteCheck,
+// on the caller's goroutine against the branch head, and the committer
+// writes it only if the keys it read are unchanged since (merge.go,
+// planAndWrite); otherwise it is computed and checked again. Records
+// (records.go) ride in the same batch as the commit that carries them and
+// may be written by compare-and-swap.
+//
 // It knows nothing of HTTP, Iceberg JSON or authorization: it must not
 // import rest/, policy/, server/ or any Iceberg package. Durable storage is
 // reached only through the narrow interface in versionstore/backend.

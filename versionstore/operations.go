@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/floe-catalog/floe/versionstore/backend"
 )
 
 // Operation is one change requested by a commit.
@@ -33,7 +31,8 @@ type CommitRequest struct {
 	// Committer is the authenticated principal, set by the server.
 	Committer string
 	// Record, if set, is stored in the same durable batch as the commit,
-	// and only if the commit succeeds.
+	// and only if the commit succeeds. A conditional record (Record.If)
+	// whose condition fails fails the commit with ErrRecordConflict.
 	Record *Record
 }
 
@@ -60,14 +59,13 @@ func (s *Store) Commit(ctx context.Context, req CommitRequest) (*CommitResult, e
 		return nil, err
 	}
 	req.Operations = ops
-	if req.Record != nil {
-		if err := req.Record.validate(); err != nil {
-			return nil, err
-		}
+	rec, err := s.prepareRecord(ctx, req.Record)
+	if err != nil {
+		return nil, err
 	}
 	puts := preparePuts(req.Operations)
 	res, err := s.write(ctx, req.Branch, func(ctx context.Context, t *refTxn) (any, error) {
-		return t.commit(ctx, req, puts)
+		return t.commit(ctx, req, puts, rec)
 	})
 	if err != nil {
 		return nil, err
@@ -183,7 +181,7 @@ func (t *refTxn) checkExpected(ctx context.Context, expected Hash) (moved bool, 
 	return true, nil
 }
 
-func (t *refTxn) commit(ctx context.Context, req CommitRequest, puts []preparedPut) (*CommitResult, error) {
+func (t *refTxn) commit(ctx context.Context, req CommitRequest, puts []preparedPut, rec *preparedRecord) (*CommitResult, error) {
 	ref, err := t.branch()
 	if err != nil {
 		return nil, err
@@ -289,18 +287,23 @@ func (t *refTxn) commit(ctx context.Context, req CommitRequest, puts []preparedP
 	} else if len(conflicts) > 0 {
 		return nil, &ConflictError{Ref: t.name, Conflicts: conflicts}
 	}
-	c := t.newCommit(headCommit, tree, req.Meta, req.Committer, stored)
+	c, err := t.newCommit(ctx, headCommit, tree, req.Meta, req.Committer, stored)
+	if err != nil {
+		return nil, err
+	}
 	t.move(c.Hash, RefLogCommit, req.Committer)
 	t.commits++
-	if r := req.Record; r != nil {
-		t.records = append(t.records, backend.Record{Key: r.Key, Value: encodeRecord(r)})
-	}
+	t.addRecord(rec)
 	return &CommitResult{Commit: c, Added: added, Rebased: moved}, nil
 }
 
 // newCommit stores a commit on top of parent. Commit times never go
-// backwards along a branch, which keeps "*timestamp" lookups sound.
-func (t *refTxn) newCommit(parent *Commit, tree Hash, meta CommitMeta, committer string, ops []CommitOp, extraParents ...Hash) *Commit {
+// backwards along a branch, which keeps "*timestamp" lookups sound. A
+// commit's Seq is one more than the largest Seq of its parents, so every
+// parent must be read: a parent that cannot be read fails the commit
+// rather than leave it with a Seq that could be below a parent's, which
+// would break every walk that relies on Seq to order history.
+func (t *refTxn) newCommit(ctx context.Context, parent *Commit, tree Hash, meta CommitMeta, committer string, ops []CommitOp, extraParents ...Hash) (*Commit, error) {
 	now := t.s.now()
 	if now.Before(parent.CommitTime) {
 		now = parent.CommitTime
@@ -318,7 +321,11 @@ func (t *refTxn) newCommit(parent *Commit, tree Hash, meta CommitMeta, committer
 		Operations: ops,
 	}
 	for _, p := range extraParents {
-		if pc, err := t.ov.commit(context.Background(), p); err == nil && pc.Seq >= c.Seq {
+		pc, err := t.ov.commit(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("read parent %s of the new commit on %q: %w", p, t.name, err)
+		}
+		if pc.Seq >= c.Seq {
 			c.Seq = pc.Seq + 1
 		}
 	}
@@ -329,7 +336,7 @@ func (t *refTxn) newCommit(parent *Commit, tree Hash, meta CommitMeta, committer
 		c.AuthorTime = now
 	}
 	t.ov.putCommit(c)
-	return c
+	return c, nil
 }
 
 // conflictFor classifies the difference between the value a write expected

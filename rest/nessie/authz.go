@@ -71,7 +71,10 @@ func (a *api) commitContents(ctx context.Context, at versionstore.Hash, ops []ve
 }
 
 // mergeCheck authorizes a merge or transplant from source into branch with
-// exactly the changes the store is about to write.
+// exactly the changes the store is about to write. The store calls it on
+// the request's goroutine, before the write is queued, and again if the
+// target moves so that the changes differ; the policy evaluation and its
+// decision log never hold up the branch's other writers.
 func (a *api) mergeCheck(r *http.Request, action policy.Action, source policy.Ref, branch string) versionstore.WriteCheck {
 	if !a.guard.Enabled() {
 		return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/floe-catalog/floe/policy"
@@ -112,7 +113,15 @@ type mergeIn struct {
 	ReturnConflictAsResult bool             `json:"returnConflictAsResult"`
 }
 
-func (m *mergeIn) modes() (versionstore.MergeBehavior, []versionstore.KeyMergeMode, error) {
+// modes translates the merge modes. target, for merges, turns a key's
+// expectedTargetContent into the value the store must find on the target;
+// nil refuses expectedTargetContent and resolvedContent, as Nessie does for
+// transplants, which replay commits one by one.
+//
+// As in Nessie, resolvedContent needs expectedTargetContent and the NORMAL
+// behavior; expectedTargetContent with FORCE or DROP still makes the merge
+// check the target's value.
+func (m *mergeIn) modes(target func(versionstore.ContentKey, *versionstore.Content) (*versionstore.Content, error)) (versionstore.MergeBehavior, []versionstore.KeyMergeMode, error) {
 	def := versionstore.MergeBehavior(m.DefaultKeyMergeMode)
 	var modes []versionstore.KeyMergeMode
 	for i, km := range m.KeyMergeModes {
@@ -120,16 +129,73 @@ func (m *mergeIn) modes() (versionstore.MergeBehavior, []versionstore.KeyMergeMo
 		if err != nil {
 			return "", nil, badRequest("keyMergeModes[%d]: %v", i, err)
 		}
-		if isSet(km.ResolvedContent) || isSet(km.ExpectedTargetContent) {
-			return "", nil, badRequest("keyMergeModes[%d] for %q: expectedTargetContent and resolvedContent are not supported", i, k.String())
-		}
 		b := versionstore.MergeBehavior(km.MergeBehavior)
 		if b == "" {
 			b = versionstore.MergeNormal
 		}
-		modes = append(modes, versionstore.KeyMergeMode{Key: k, Behavior: b})
+		mode := versionstore.KeyMergeMode{Key: k, Behavior: b}
+		expected, resolved := isSet(km.ExpectedTargetContent), isSet(km.ResolvedContent)
+		switch {
+		case (expected || resolved) && target == nil:
+			return "", nil, badRequest("keyMergeModes[%d] for %q: expectedTargetContent and resolvedContent are only supported for squashing merge operations", i, k.String())
+		case resolved && b != versionstore.MergeNormal:
+			return "", nil, badRequest("keyMergeModes[%d]: resolvedContent must be null for MergeBehavior.%s for %s", i, b, k.String())
+		case resolved && !expected:
+			return "", nil, badRequest("keyMergeModes[%d]: resolvedContent requires setting expectedTargetContent as well for key %s", i, k.String())
+		}
+		if expected {
+			c, err := rawContent(km.ExpectedTargetContent, k, "expectedTargetContent")
+			if err != nil {
+				return "", nil, err
+			}
+			if mode.ExpectedTarget, err = target(k, c); err != nil {
+				return "", nil, err
+			}
+		}
+		if resolved {
+			if mode.Resolved, err = rawContent(km.ResolvedContent, k, "resolvedContent"); err != nil {
+				return "", nil, err
+			}
+		}
+		modes = append(modes, mode)
 	}
 	return def, modes, nil
+}
+
+// rawContent decodes a content object given inside a merge mode.
+func rawContent(raw json.RawMessage, k versionstore.ContentKey, field string) (*versionstore.Content, error) {
+	var j contentJSON
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return nil, badRequest("%s for %q: %v", field, k.String(), err)
+	}
+	return j.content(k)
+}
+
+// expectedTarget turns the expectedTargetContent a client sent for key into
+// the stored value the merge must find on branch. A client sees content
+// through Nessie's fields, which leave some stored ones out, so if the
+// branch's head holds content that looks the same it stands for the stored
+// value, which the store then requires, exactly, when it writes the merge:
+// a change in between is a conflict. Content that looks different is
+// passed as sent, which the store reports as a conflict.
+func (a *api) expectedTarget(ctx context.Context, branch string) func(versionstore.ContentKey, *versionstore.Content) (*versionstore.Content, error) {
+	return func(k versionstore.ContentKey, sent *versionstore.Content) (*versionstore.Content, error) {
+		ref, err := a.store.GetRef(branch)
+		if err != nil {
+			return nil, err
+		}
+		cur, err := a.store.GetContent(ctx, ref.Head, k)
+		switch {
+		case errors.Is(err, versionstore.ErrContentNotFound):
+			return sent, nil
+		case err != nil:
+			return nil, err
+		}
+		if reflect.DeepEqual(toContentJSON(k, cur), toContentJSON(k, sent)) {
+			return cur, nil
+		}
+		return sent, nil
+	}
 }
 
 func isSet(raw json.RawMessage) bool {
@@ -217,7 +283,7 @@ func (a *api) merge(r *http.Request) (any, error) {
 	if err := decodeBody(r, &body); err != nil {
 		return nil, err
 	}
-	def, modes, err := body.modes()
+	def, modes, err := body.modes(a.expectedTarget(r.Context(), branch))
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +323,7 @@ func (a *api) transplant(r *http.Request) (any, error) {
 	if err := decodeBody(r, &body); err != nil {
 		return nil, err
 	}
-	def, modes, err := body.modes()
+	def, modes, err := body.modes(nil)
 	if err != nil {
 		return nil, err
 	}

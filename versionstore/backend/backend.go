@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 )
 
 // ObjectID is the SHA-256 of an object's canonical encoding.
@@ -25,7 +26,23 @@ var (
 	ErrClosed = errors.New("backend closed")
 	// ErrRecordNotFound reports a missing record.
 	ErrRecordNotFound = errors.New("record not found")
+	// ErrRecordConflict reports that a record did not hold the value a
+	// RecordCheck expected when a batch was applied; nothing of that batch
+	// was written. Apply returns it inside a *RecordConflictError.
+	ErrRecordConflict = errors.New("record changed concurrently")
 )
+
+// RecordConflictError names the record whose check failed, so that a caller
+// batching several independent writers can tell which of them to fail.
+type RecordConflictError struct {
+	Key string
+}
+
+func (e *RecordConflictError) Error() string {
+	return fmt.Sprintf("record %q does not hold the expected value: %s", e.Key, ErrRecordConflict)
+}
+
+func (e *RecordConflictError) Unwrap() error { return ErrRecordConflict }
 
 // Object is one immutable object. Its ID must be the SHA-256 of Data; the
 // backend does not re-hash, callers guarantee it.
@@ -66,6 +83,23 @@ type Record struct {
 	Value []byte
 }
 
+// RecordCheck makes a batch conditional on one record, as a RefUpdate's
+// Expected does for a reference: the batch is written only if, when it is
+// applied, the record holds exactly Expected (nil: the record must not
+// exist; an empty non-nil slice: it must exist with an empty value).
+// Together with a write of the same key in the batch's Records (or
+// DeleteRecords) it is a compare-and-swap; with a ref update, it ties the
+// record's state to the ref move.
+//
+// Checks see the stored state before the batch, never the batch's own
+// writes, and a batch may check a key at most once. The comparison and the
+// write are atomic with respect to every other batch that checks or writes
+// the same key, including unconditional writes.
+type RecordCheck struct {
+	Key      string
+	Expected []byte
+}
+
 // Batch is everything one atomic write changes. Either all of it becomes
 // durable, or none of it does.
 type Batch struct {
@@ -75,7 +109,10 @@ type Batch struct {
 	Refs []RefUpdate
 	// Log values are appended to the reference log in order.
 	Log [][]byte
-	// Records are stored, replacing any record with the same key.
+	// RecordChecks are preconditions on records; see RecordCheck.
+	RecordChecks []RecordCheck
+	// Records are stored, replacing any record with the same key. A record
+	// has no expiry at this level: expiring records is the caller's policy.
 	Records []Record
 	// DeleteRecords removes records; a missing key is not an error.
 	DeleteRecords []string
@@ -110,7 +147,9 @@ type Backend interface {
 
 	// Apply writes the batch atomically and durably. If any RefUpdate's
 	// Expected value does not match, it returns an error wrapping
-	// ErrRefConflict and writes nothing.
+	// ErrRefConflict and writes nothing; if any RecordCheck fails, an error
+	// wrapping a *RecordConflictError (and so ErrRecordConflict), and
+	// writes nothing.
 	Apply(ctx context.Context, b Batch) error
 
 	// Close releases the backend. Pending Apply calls finish first.

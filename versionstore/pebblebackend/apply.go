@@ -3,6 +3,7 @@ package pebblebackend
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -13,7 +14,9 @@ import (
 
 // Apply writes the batch atomically and durably. It returns an error wrapping
 // backend.ErrRefConflict, and writes nothing, if a reference does not hold its
-// expected value. A batch must not name the same reference twice.
+// expected value, and one wrapping a *backend.RecordConflictError if a record
+// check fails. A batch must not name the same reference, or check the same
+// record, twice.
 //
 // The context is honoured until the batch is handed to Pebble; after that,
 // Apply waits for the outcome, since abandoning it would leave the caller not
@@ -30,17 +33,20 @@ func (b *Backend) Apply(ctx context.Context, batch backend.Batch) error {
 		return fmt.Errorf("pebblebackend: apply: an earlier write failed, reopen the backend: %w", *failed)
 	}
 
-	names, err := refNames(batch.Refs)
+	names, err := lockNames(batch)
 	if err != nil {
 		return err
 	}
 	release, err := b.locks.Lock(ctx, names)
 	if err != nil {
-		return fmt.Errorf("pebblebackend: apply: wait for refs %q: %w", names, err)
+		return fmt.Errorf("pebblebackend: apply: wait for locks of refs and records: %w", err)
 	}
 	defer release()
 
 	if err := b.compare(batch.Refs); err != nil {
+		return err
+	}
+	if err := b.checkRecords(batch.RecordChecks); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -63,25 +69,75 @@ func (b *Backend) Apply(ctx context.Context, batch backend.Batch) error {
 	return nil
 }
 
-// refNames returns the batch's ref names sorted, the order in which their
-// locks are taken, and rejects a ref named twice: its two updates could not
-// both be checked against the stored value, and the sorted lock order would
-// deadlock on it.
-func refNames(updates []backend.RefUpdate) ([]string, error) {
-	if len(updates) == 0 {
+// lockNames returns the locks the batch must hold, sorted, the order in
+// which they are taken: one per ref it updates and one per record it checks
+// or writes, each named by its Pebble key so refs and records cannot
+// collide. It rejects a ref updated twice or a record checked twice: the
+// two could not both be compared with the stored value, and the sorted lock
+// order would deadlock on them. Records written without a check may repeat;
+// the last write wins.
+//
+// Record writes take a lock even without a check: a compare-and-swap in
+// another batch must not see its record change between its compare and
+// its commit.
+func lockNames(batch backend.Batch) ([]string, error) {
+	n := len(batch.Refs) + len(batch.RecordChecks) + len(batch.Records) + len(batch.DeleteRecords)
+	if n == 0 {
 		return nil, nil
 	}
-	names := make([]string, len(updates))
-	for i, u := range updates {
-		names[i] = u.Name
+	names := make([]string, 0, n)
+	for _, u := range batch.Refs {
+		names = append(names, string(refKey(u.Name)))
+	}
+	for _, c := range batch.RecordChecks {
+		names = append(names, string(recordKey(c.Key)))
 	}
 	slices.Sort(names)
 	for i := 1; i < len(names); i++ {
 		if names[i] == names[i-1] {
-			return nil, fmt.Errorf("pebblebackend: apply: ref %q updated twice in one batch", names[i])
+			if names[i][0] == prefixRecord {
+				return nil, fmt.Errorf("pebblebackend: apply: record %q checked twice in one batch", names[i][1:])
+			}
+			return nil, fmt.Errorf("pebblebackend: apply: ref %q updated twice in one batch", names[i][1:])
 		}
 	}
-	return names, nil
+	for _, r := range batch.Records {
+		names = append(names, string(recordKey(r.Key)))
+	}
+	for _, k := range batch.DeleteRecords {
+		names = append(names, string(recordKey(k)))
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// checkRecords compares every record check with the stored value. The
+// caller holds the locks of these records, so no other batch changes them
+// until this one is committed.
+func (b *Backend) checkRecords(checks []backend.RecordCheck) error {
+	for _, c := range checks {
+		if c.Key == "" {
+			return fmt.Errorf("pebblebackend: apply: record check with an empty key")
+		}
+		v, closer, err := b.db.Get(recordKey(c.Key))
+		switch {
+		case errors.Is(err, pebble.ErrNotFound):
+			if c.Expected != nil {
+				return fmt.Errorf("pebblebackend: apply: record %q is absent: %w", c.Key, &backend.RecordConflictError{Key: c.Key})
+			}
+			continue
+		case err != nil:
+			return fmt.Errorf("pebblebackend: apply: read record %q: %w", c.Key, err)
+		}
+		match := c.Expected != nil && bytes.Equal(v, c.Expected)
+		if err := closer.Close(); err != nil {
+			return fmt.Errorf("pebblebackend: apply: read record %q: %w", c.Key, err)
+		}
+		if !match {
+			return fmt.Errorf("pebblebackend: apply: %w", &backend.RecordConflictError{Key: c.Key})
+		}
+	}
+	return nil
 }
 
 // compare checks every update's expected value against the mirror. The

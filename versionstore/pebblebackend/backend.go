@@ -27,12 +27,13 @@ type Backend struct {
 	life   sync.RWMutex
 	closed bool // guarded by life
 
-	// locks holds a mutex per reference. Apply holds the locks of the refs
-	// it updates from the compare until the batch is durable and the mirror
-	// updated, which is what makes the compare-and-swap atomic: Pebble has
-	// no transactions, so nothing else stops two writers from both passing
-	// the compare. Batches on different refs hold different locks and can
-	// therefore be in their fsync at the same time, sharing Pebble's group
+	// locks holds a mutex per reference and per record, named by its Pebble
+	// key. Apply holds the locks of the refs it updates and the records it
+	// checks or writes from the compare until the batch is durable and the
+	// mirror updated, which is what makes the compare-and-swap atomic: Pebble
+	// has no transactions, so nothing else stops two writers from both
+	// passing the compare. Batches on different refs hold different locks and
+	// can therefore be in their fsync at the same time, sharing Pebble's group
 	// commit.
 	locks keyedmutex.Mutex
 

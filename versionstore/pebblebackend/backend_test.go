@@ -177,7 +177,7 @@ func TestNonPositiveLimit(t *testing.T) {
 func TestApplyHonoursContextWhileWaiting(t *testing.T) {
 	b := mustOpen(t, "/db", Options{FS: vfs.NewMem()})
 	closeOnCleanup(t, b)
-	release, err := b.locks.Lock(t.Context(), []string{"main"})
+	release, err := b.locks.Lock(t.Context(), []string{string(refKey("main"))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,4 +6,16 @@
 // It implements backend.Backend and imports only versionstore/backend and
 // Pebble: it must never import the version store itself, HTTP, or Iceberg
 // packages. Everything above the storage interface belongs elsewhere.
+//
+// # On-disk format
+//
+// Two versions describe a database: floe's key layout (the format marker,
+// formatVersion in keys.go) and Pebble's own format major version
+// (FormatMajorVersion in open.go). Both are pinned. Pebble upgrades a
+// database to the version it is opened with and cannot go back, so the
+// Pebble version is never left to follow the dependency: bumping Pebble
+// changes nothing on disk. Upgrading the format is a deliberate step: raise
+// FormatMajorVersion, note in the release notes that stores opened by the new
+// build can no longer be opened by older ones, and keep a test that opens a
+// store written at the previous version.
 package pebblebackend

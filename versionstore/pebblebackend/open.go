@@ -7,6 +7,17 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
+// FormatMajorVersion is the Pebble on-disk format this build writes. Pebble
+// ratchets a database up to the version it is opened with and never back, so
+// opening with pebble.FormatNewest would let a routine dependency bump
+// upgrade every user's store on its next start, silently and irreversibly
+// (an older floe could then no longer open it). Pinning the version makes an
+// upgrade a decision: raise this constant in its own change, say so in the
+// release notes, and keep the test that opens a store written at the old
+// version. It is what FormatNewest resolved to with Pebble v2.1.7, so stores
+// created before the pin open unchanged.
+const FormatMajorVersion = pebble.FormatValueSeparation
+
 // ErrUnknownFormat reports a database this build cannot read: its format
 // marker is missing or names a different key layout.
 var ErrUnknownFormat = errors.New("unknown storage format")
@@ -30,7 +41,7 @@ func Open(dir string, opts Options) (*Backend, error) {
 	popts := &pebble.Options{
 		FS:                 opts.FS,
 		Cache:              cache,
-		FormatMajorVersion: pebble.FormatNewest,
+		FormatMajorVersion: FormatMajorVersion,
 		Logger:             pebbleLogger{log: logger},
 		// Object keys are SHA-256 hashes, so every flushed table spans the
 		// whole key space and overlaps everything below it. A larger

@@ -60,6 +60,12 @@ func RunConformance(t *testing.T, open OpenFunc) {
 		{"CloseWaitsForApply", testCloseWaitsForApply},
 		{"Records", testRecords},
 		{"RecordsWithFailedBatch", testRecordsWithFailedBatch},
+		{"RecordCompareAndSwap", testRecordCompareAndSwap},
+		{"RecordCompareAndSwapMismatch", testRecordCompareAndSwapMismatch},
+		{"RecordCreateIfAbsent", testRecordCreateIfAbsent},
+		{"RecordCheckFailsWholeBatch", testRecordCheckFailsWholeBatch},
+		{"RecordCheckedTwice", testRecordCheckedTwice},
+		{"ConcurrentRecordCompareAndSwap", testConcurrentRecordCompareAndSwap},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -888,4 +894,162 @@ func testRecordsWithFailedBatch(t *testing.T, s *store) {
 	if v, err := s.b.GetRecord(ctx, "keep"); err != nil || string(v) != "1" {
 		t.Fatalf("record deleted by a failed batch: %q, %v", v, err)
 	}
+}
+
+func recordConflict(t *testing.T, b backend.Backend, batch backend.Batch, key string) {
+	t.Helper()
+	err := b.Apply(t.Context(), batch)
+	var rc *backend.RecordConflictError
+	if !errors.Is(err, backend.ErrRecordConflict) || !errors.As(err, &rc) || rc.Key != key {
+		t.Fatalf("apply: got error %v, want a *RecordConflictError for %q", err, key)
+	}
+}
+
+func wantRecord(t *testing.T, b backend.Backend, key, value string) {
+	t.Helper()
+	v, err := b.GetRecord(t.Context(), key)
+	if err != nil || string(v) != value {
+		t.Fatalf("record %q: got %q, %v; want %q", key, v, err, value)
+	}
+}
+
+func wantNoRecord(t *testing.T, b backend.Backend, key string) {
+	t.Helper()
+	if v, err := b.GetRecord(t.Context(), key); !errors.Is(err, backend.ErrRecordNotFound) {
+		t.Fatalf("record %q: got %q, %v; want ErrRecordNotFound", key, v, err)
+	}
+}
+
+func recordCAS(key, expected, value string) backend.Batch {
+	return backend.Batch{
+		RecordChecks: []backend.RecordCheck{{Key: key, Expected: []byte(expected)}},
+		Records:      []backend.Record{{Key: key, Value: []byte(value)}},
+	}
+}
+
+func testRecordCompareAndSwap(t *testing.T, s *store) {
+	apply(t, s.b, backend.Batch{Records: []backend.Record{{Key: "q", Value: []byte("v1")}}})
+	apply(t, s.b, recordCAS("q", "v1", "v2"))
+	wantRecord(t, s.b, "q", "v2")
+	// A check alone, with a delete: compare-and-delete.
+	apply(t, s.b, backend.Batch{RecordChecks: []backend.RecordCheck{{Key: "q", Expected: []byte("v2")}}, DeleteRecords: []string{"q"}})
+	wantNoRecord(t, s.b, "q")
+	// An empty value is a value, not absence.
+	apply(t, s.b, backend.Batch{Records: []backend.Record{{Key: "e", Value: []byte{}}}})
+	recordConflict(t, s.b, backend.Batch{RecordChecks: []backend.RecordCheck{{Key: "e"}}}, "e")
+	apply(t, s.b, backend.Batch{RecordChecks: []backend.RecordCheck{{Key: "e", Expected: []byte{}}}, Records: []backend.Record{{Key: "e", Value: []byte("x")}}})
+	wantRecord(t, s.b, "e", "x")
+	s.close(t)
+	s.b = s.reopen(t)
+	wantRecord(t, s.b, "e", "x")
+}
+
+func testRecordCompareAndSwapMismatch(t *testing.T, s *store) {
+	apply(t, s.b, backend.Batch{Records: []backend.Record{{Key: "q", Value: []byte("v1")}}})
+	recordConflict(t, s.b, recordCAS("q", "stale", "v2"), "q")
+	recordConflict(t, s.b, recordCAS("absent", "v1", "v2"), "absent")
+	wantRecord(t, s.b, "q", "v1")
+	wantNoRecord(t, s.b, "absent")
+}
+
+func testRecordCreateIfAbsent(t *testing.T, s *store) {
+	create := backend.Batch{RecordChecks: []backend.RecordCheck{{Key: "q"}}, Records: []backend.Record{{Key: "q", Value: []byte("first")}}}
+	apply(t, s.b, create)
+	wantRecord(t, s.b, "q", "first")
+	create.Records[0].Value = []byte("second")
+	recordConflict(t, s.b, create, "q")
+	wantRecord(t, s.b, "q", "first")
+}
+
+// testRecordCheckFailsWholeBatch: a failed record check keeps every other
+// part of the batch out, as a commit or merge carrying queue state needs.
+func testRecordCheckFailsWholeBatch(t *testing.T, s *store) {
+	apply(t, s.b, backend.Batch{Refs: []backend.RefUpdate{create("main", "m1")}, Records: []backend.Record{{Key: "q", Value: []byte("v1")}, {Key: "other", Value: []byte("o1")}}})
+	obj := object("merge commit")
+	recordConflict(t, s.b, backend.Batch{
+		Objects:       []backend.Object{obj},
+		Refs:          []backend.RefUpdate{cas("main", "m1", "m2")},
+		Log:           [][]byte{[]byte("moved")},
+		RecordChecks:  []backend.RecordCheck{{Key: "q", Expected: []byte("stale")}},
+		Records:       []backend.Record{{Key: "q", Value: []byte("v2")}, {Key: "new", Value: []byte("n")}},
+		DeleteRecords: []string{"other"},
+	}, "q")
+	wantRef(t, s.b, "main", "m1")
+	wantNoObject(t, s.b, obj.ID)
+	if got := logValues(t, s.b); len(got) != 0 {
+		t.Fatalf("log after a failed batch: %q", got)
+	}
+	wantRecord(t, s.b, "q", "v1")
+	wantRecord(t, s.b, "other", "o1")
+	wantNoRecord(t, s.b, "new")
+	// A ref conflict keeps the record write out as well.
+	applyConflict(t, s.b, backend.Batch{
+		Refs:         []backend.RefUpdate{cas("main", "stale", "m2")},
+		RecordChecks: []backend.RecordCheck{{Key: "q", Expected: []byte("v1")}},
+		Records:      []backend.Record{{Key: "q", Value: []byte("v2")}},
+	})
+	wantRecord(t, s.b, "q", "v1")
+	// With everything matching, all of it lands.
+	apply(t, s.b, backend.Batch{
+		Objects:      []backend.Object{obj},
+		Refs:         []backend.RefUpdate{cas("main", "m1", "m2")},
+		RecordChecks: []backend.RecordCheck{{Key: "q", Expected: []byte("v1")}},
+		Records:      []backend.Record{{Key: "q", Value: []byte("v2")}},
+	})
+	wantRef(t, s.b, "main", "m2")
+	wantObject(t, s.b, obj)
+	wantRecord(t, s.b, "q", "v2")
+}
+
+func testRecordCheckedTwice(t *testing.T, s *store) {
+	err := s.b.Apply(t.Context(), backend.Batch{RecordChecks: []backend.RecordCheck{{Key: "q"}, {Key: "q"}}, Records: []backend.Record{{Key: "q", Value: []byte("x")}}})
+	if err == nil {
+		t.Fatal("a batch checking one record twice was applied")
+	}
+	wantNoRecord(t, s.b, "q")
+	// Unchecked writes of one key may repeat: the last one wins.
+	apply(t, s.b, backend.Batch{Records: []backend.Record{{Key: "q", Value: []byte("a")}, {Key: "q", Value: []byte("b")}}})
+	wantRecord(t, s.b, "q", "b")
+}
+
+// testConcurrentRecordCompareAndSwap: writers increment one counter record
+// by compare-and-swap, retrying on conflict, while others overwrite a
+// second key unconditionally; no increment may be lost.
+func testConcurrentRecordCompareAndSwap(t *testing.T, s *store) {
+	const writers, increments = 4, 25
+	apply(t, s.b, backend.Batch{Records: []backend.Record{{Key: "n", Value: []byte("0")}}})
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for done := 0; done < increments; {
+				cur, err := s.b.GetRecord(t.Context(), "n")
+				if err != nil {
+					errs <- err
+					return
+				}
+				var n int
+				fmt.Sscan(string(cur), &n)
+				err = s.b.Apply(t.Context(), backend.Batch{
+					RecordChecks: []backend.RecordCheck{{Key: "n", Expected: cur}},
+					Records:      []backend.Record{{Key: "n", Value: []byte(fmt.Sprint(n + 1))}, {Key: "noise", Value: []byte(fmt.Sprint(w))}},
+				})
+				switch {
+				case err == nil:
+					done++
+				case !errors.Is(err, backend.ErrRecordConflict):
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	wantRecord(t, s.b, "n", fmt.Sprint(writers*increments))
 }
