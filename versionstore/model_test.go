@@ -250,14 +250,13 @@ type mval struct {
 	sort    int32
 	seq     int64
 	version int64
-	meta    vs.Hash
 	props   string // k=v pairs, sorted by k, joined by ";"
 }
 
 func toVal(c *vs.Content) mval {
 	v := mval{typ: c.Type, id: c.ID, loc: c.MetadataLocation, uuid: c.UUID, snap: c.SnapshotID,
 		schema: c.SchemaID, spec: c.SpecID, sort: c.SortOrderID, seq: c.LastSequenceNumber,
-		version: c.VersionID, meta: c.Metadata}
+		version: c.VersionID}
 	var pairs []string
 	for _, k := range slices.Sorted(maps.Keys(c.Properties)) {
 		pairs = append(pairs, k+"="+c.Properties[k])
@@ -269,7 +268,7 @@ func toVal(c *vs.Content) mval {
 func (v mval) content() *vs.Content {
 	c := &vs.Content{Type: v.typ, ID: v.id, MetadataLocation: v.loc, UUID: v.uuid, SnapshotID: v.snap,
 		SchemaID: v.schema, SpecID: v.spec, SortOrderID: v.sort, LastSequenceNumber: v.seq,
-		VersionID: v.version, Metadata: v.meta}
+		VersionID: v.version}
 	if v.props != "" {
 		c.Properties = map[string]string{}
 		for _, p := range strings.Split(v.props, ";") {
@@ -1101,9 +1100,6 @@ func (r *runner) newContent(k mkey, typ vs.ContentType) mval {
 		v.snap = int64(r.rng.IntN(3))
 		v.schema = int32(r.rng.IntN(2))
 		v.seq = v.snap
-		if r.chance(10) {
-			v.meta = vs.Hash(sha256.Sum256([]byte(v.loc)))
-		}
 	case vs.IcebergView:
 		v.loc = fmt.Sprintf("s3://wh/%s/v%d.json", k, r.rng.IntN(3))
 		v.uuid = "uuid-" + k.String()
