@@ -42,8 +42,7 @@ func ParseContentType(s string) (ContentType, error) {
 // Content is the value stored under a key. ID is stable for the life of the
 // entity (across updates and renames) and is assigned by the store when a
 // new entity is put without one. The Iceberg fields let the catalog answer
-// without reading object storage; the full metadata document may be kept as
-// a blob named by Metadata.
+// without reading object storage.
 type Content struct {
 	Type ContentType
 	ID   string
@@ -57,7 +56,6 @@ type Content struct {
 	SortOrderID        int32
 	LastSequenceNumber int64
 	VersionID          int64 // views: current-version-id
-	Metadata           Hash  // optional blob with the metadata JSON; zero if absent
 
 	// Namespaces.
 	Properties map[string]string
@@ -72,7 +70,7 @@ func (c *Content) Equal(o *Content) bool {
 		c.UUID == o.UUID && c.SnapshotID == o.SnapshotID && c.SchemaID == o.SchemaID &&
 		c.SpecID == o.SpecID && c.SortOrderID == o.SortOrderID &&
 		c.LastSequenceNumber == o.LastSequenceNumber && c.VersionID == o.VersionID &&
-		c.Metadata == o.Metadata && maps.Equal(c.Properties, o.Properties)
+		maps.Equal(c.Properties, o.Properties)
 }
 
 // Clone returns a deep copy.
@@ -114,7 +112,10 @@ func encodeContent(c *Content) []byte {
 	e.varint(int64(c.SortOrderID))
 	e.varint(c.LastSequenceNumber)
 	e.varint(c.VersionID)
-	e.hash(c.Metadata)
+	// Once the hash of an optional metadata blob, which nothing ever
+	// wrote; the slot stays, always zero, so that stored contents keep
+	// their bytes and therefore their hashes.
+	e.hash(Hash{})
 	e.stringMap(c.Properties)
 	return e.buf
 }
@@ -132,7 +133,7 @@ func decodeContent(b []byte) (*Content, error) {
 	c.SortOrderID = d.int32()
 	c.LastSequenceNumber = d.varint()
 	c.VersionID = d.varint()
-	c.Metadata = d.hash()
+	d.hash() // the unused metadata-blob slot; see encodeContent
 	c.Properties = d.stringMap()
 	if err := d.finish(); err != nil {
 		return nil, fmt.Errorf("decode content: %w", err)

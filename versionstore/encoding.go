@@ -16,7 +16,7 @@ const (
 	kindCommit  byte = 'c'
 	kindRef     byte = 'r'
 	kindRefLog  byte = 'l'
-	kindBlob    byte = 'b'
+	// 'b' was reserved for blobs, which nothing stored; do not reuse it.
 
 	formatV1 byte = 1
 )

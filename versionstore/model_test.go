@@ -10,6 +10,14 @@ package versionstore_test
 // mapped to model commit ids as results come back, and content ids assigned
 // by the store are read back from CommitResult.Added.
 //
+// Each sequence runs under store options drawn from its seed (group-commit
+// size, cache size), as Pebble's metamorphic test varies its options, and
+// now and then sends a burst of concurrent commits to one branch, so that
+// group-commit rounds of several commits, and the intermediate trees they
+// leave to be rebuilt, are checked against the model too. The order in
+// which a burst's commits land depends on scheduling, so a replayed seed
+// may apply them in another order; the model follows the store's.
+//
 // A failure prints the sequence's seed and its operation trace; replay one
 // sequence with
 //
@@ -59,7 +67,7 @@ func TestModel(t *testing.T) {
 			if disk {
 				dir = t.TempDir()
 			}
-			f, trace := runSequence(ctx, *modelSeed, modelSteps, dir)
+			f, trace := runSequence(ctx, *modelSeed, modelSteps, dir, &modelStats{})
 			t.Logf("seed %d (disk=%v):\n%s", *modelSeed, disk, strings.Join(trace, "\n"))
 			if f != nil {
 				t.Errorf("%s", f)
@@ -93,6 +101,7 @@ func TestModel(t *testing.T) {
 		jobs = append(jobs, job{seed: base + uint64(memSeqs+i), dir: t.TempDir()})
 	}
 	failures := make([]*seqFailure, len(jobs))
+	var stats modelStats
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
@@ -102,12 +111,29 @@ func TestModel(t *testing.T) {
 				if i >= len(jobs) || ctx.Err() != nil {
 					return
 				}
-				failures[i], _ = runSequence(ctx, jobs[i].seed, modelSteps, jobs[i].dir)
+				failures[i], _ = runSequence(ctx, jobs[i].seed, modelSteps, jobs[i].dir, &stats)
 			}
 		})
 	}
 	wg.Wait()
 	reportFailures(t, failures)
+	bursts, grouped := stats.bursts.Load(), stats.grouped.Load()
+	t.Logf("model: %d bursts of concurrent commits, %d of them applied in a round of several commits; %d intermediate trees rebuilt",
+		bursts, grouped, stats.rebuilt.Load())
+	// Whether a burst's commits share a round depends on scheduling, but
+	// over this many bursts some always do; if none did, the bursts would
+	// not be testing group commit at all.
+	if bursts >= 100 && grouped == 0 {
+		t.Errorf("no burst of concurrent commits was applied in a round of several commits")
+	}
+}
+
+// modelStats counts, across sequences, how often the bursts exercised
+// group commit.
+type modelStats struct {
+	bursts  atomic.Int64 // bursts sent to a store whose rounds may carry several commits
+	grouped atomic.Int64 // of those, bursts with fewer durable batches than commits
+	rebuilt atomic.Int64 // intermediate trees rebuilt (Stats.TreesRebuilt)
 }
 
 // reportFailures prints the first failing sequence of each failed check in
@@ -180,8 +206,9 @@ type modelFailure struct{ check, msg string }
 
 // runSequence runs one sequence of steps on a fresh store; dir "" means an
 // in-memory filesystem. It returns the failure, if any, and the trace.
-func runSequence(ctx context.Context, seed uint64, steps int, dir string) (f *seqFailure, trace []string) {
+func runSequence(ctx context.Context, seed uint64, steps int, dir string, stats *modelStats) (f *seqFailure, trace []string) {
 	r := newRunner(ctx, seed, dir)
+	r.stats = stats
 	defer func() {
 		if x := recover(); x != nil {
 			mf, ok := x.(modelFailure)
@@ -191,6 +218,7 @@ func runSequence(ctx context.Context, seed uint64, steps int, dir string) (f *se
 			f = &seqFailure{seed: seed, disk: dir != "", step: r.step, check: mf.check, msg: mf.msg, trace: r.trace}
 		}
 		if r.s != nil {
+			stats.rebuilt.Add(int64(r.s.Stats().TreesRebuilt.Load()))
 			if err := r.s.Close(); err != nil && f == nil {
 				f = &seqFailure{seed: seed, disk: dir != "", step: r.step, check: "close", msg: err.Error(), trace: r.trace}
 			}
@@ -250,14 +278,13 @@ type mval struct {
 	sort    int32
 	seq     int64
 	version int64
-	meta    vs.Hash
 	props   string // k=v pairs, sorted by k, joined by ";"
 }
 
 func toVal(c *vs.Content) mval {
 	v := mval{typ: c.Type, id: c.ID, loc: c.MetadataLocation, uuid: c.UUID, snap: c.SnapshotID,
 		schema: c.SchemaID, spec: c.SpecID, sort: c.SortOrderID, seq: c.LastSequenceNumber,
-		version: c.VersionID, meta: c.Metadata}
+		version: c.VersionID}
 	var pairs []string
 	for _, k := range slices.Sorted(maps.Keys(c.Properties)) {
 		pairs = append(pairs, k+"="+c.Properties[k])
@@ -269,7 +296,7 @@ func toVal(c *vs.Content) mval {
 func (v mval) content() *vs.Content {
 	c := &vs.Content{Type: v.typ, ID: v.id, MetadataLocation: v.loc, UUID: v.uuid, SnapshotID: v.snap,
 		SchemaID: v.schema, SpecID: v.spec, SortOrderID: v.sort, LastSequenceNumber: v.seq,
-		VersionID: v.version, Metadata: v.meta}
+		VersionID: v.version}
 	if v.props != "" {
 		c.Properties = map[string]string{}
 		for _, p := range strings.Split(v.props, ";") {
@@ -933,6 +960,8 @@ type runner struct {
 	clock atomic.Int64
 	step  int
 	trace []string
+	stats *modelStats
+	opts  vs.Options // the options of the open store
 
 	// The store names equal contents by equal hashes; these check it.
 	hashOfVal map[mval]vs.Hash
@@ -966,16 +995,38 @@ func (r *runner) open() {
 	if err != nil {
 		r.fail("open", "open backend: %v", err)
 	}
-	cache := int64(0)
-	if r.rng.IntN(10) == 0 {
-		cache = 32 << 10 // small enough that decoded objects are evicted
-	}
-	s, err := vs.Open(r.ctx, be, vs.Options{Now: r.now, CacheBytes: cache})
+	r.opts = r.pickOptions()
+	r.logf("open the store with MaxGroup=%d CacheBytes=%d", r.opts.MaxGroup, r.opts.CacheBytes)
+	s, err := vs.Open(r.ctx, be, r.opts)
 	if err != nil {
 		_ = be.Close()
 		r.fail("open", "open store: %v", err)
 	}
 	r.s = s
+}
+
+// pickOptions draws the store's options, at every open: the group-commit
+// size (one commit a round, a few, or the default 256) and the size of the
+// decoded-object cache (the default, or small enough that objects are
+// evicted and read back). Options are not stored, so a store reopened with
+// others must read the same history.
+func (r *runner) pickOptions() vs.Options {
+	opts := vs.Options{Now: r.now}
+	switch x := r.rng.IntN(10); {
+	case x < 2:
+		opts.MaxGroup = 1
+	case x < 4:
+		opts.MaxGroup = 2 + r.rng.IntN(3)
+	default:
+		opts.MaxGroup = 256
+	}
+	switch x := r.rng.IntN(10); {
+	case x < 1:
+		opts.CacheBytes = 32 << 10
+	case x < 2:
+		opts.CacheBytes = 1 << 20
+	}
+	return opts
 }
 
 func (r *runner) close() {
@@ -1101,9 +1152,6 @@ func (r *runner) newContent(k mkey, typ vs.ContentType) mval {
 		v.snap = int64(r.rng.IntN(3))
 		v.schema = int32(r.rng.IntN(2))
 		v.seq = v.snap
-		if r.chance(10) {
-			v.meta = vs.Hash(sha256.Sum256([]byte(v.loc)))
-		}
 	case vs.IcebergView:
 		v.loc = fmt.Sprintf("s3://wh/%s/v%d.json", k, r.rng.IntN(3))
 		v.uuid = "uuid-" + k.String()
@@ -1347,8 +1395,10 @@ func describeOps(ops []vs.Operation) string {
 func (r *runner) randomStep() {
 	x := r.rng.IntN(100)
 	switch {
-	case x < 42:
+	case x < 39:
 		r.stepCommit(false)
+	case x < 42:
+		r.stepBurst()
 	case x < 44:
 		r.stepCommit(true)
 	case x < 52:
@@ -1427,6 +1477,12 @@ func (r *runner) commit(branch string, expected vs.Hash, bulk bool) {
 	r.logf("commit %s expected=%s %s", branch, r.desc(expected), describeOps(ops))
 	p := r.m.commitRule(req)
 	res, err := r.s.Commit(r.ctx, req)
+	r.checkCommit(req, p, res, err)
+}
+
+// checkCommit compares a commit's outcome with the model's prediction and,
+// if it succeeded, adds it to the model.
+func (r *runner) checkCommit(req vs.CommitRequest, p commitPred, res *vs.CommitResult, err error) {
 	r.expectOutcome("commit", p.outcome, err)
 	if err != nil {
 		return
@@ -1464,9 +1520,153 @@ func (r *runner) commit(branch string, expected vs.Hash, bulk bool) {
 		}
 	}
 	id := r.addCommit("commit", res.Commit, []int{p.head}, p.state, p.ops)
-	r.m.refs[branch] = mref{typ: vs.Branch, head: id}
-	r.m.reflog[branch]++
+	r.m.refs[req.Branch] = mref{typ: vs.Branch, head: id}
+	r.m.reflog[req.Branch]++
 	r.note(" -> %s", r.cname(id))
+}
+
+// stepBurst sends several commits to one branch at once, each from its own
+// goroutine, so that the committer applies them in rounds of several
+// commits. Their outcomes must not depend on the order the store applies
+// them in, which the model cannot know beforehand: each commit has its own
+// keys, all tables and views, so no commit changes what another's rules
+// look at (namespaces never change during a burst). The model then
+// replays the successful ones in the order the store's history shows.
+func (r *runner) stepBurst() {
+	branch := pick(r, r.refNames(vs.Branch))
+	head := r.m.refs[branch].head
+	chain := append(r.m.firstParents(head), 0)
+	keys := slices.Clone(entityKeys)
+	if _, ok := r.m.commits[head].state[wideNS]; ok {
+		for i := range 160 {
+			keys = append(keys, wideKey(i))
+		}
+	}
+	r.rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+
+	n := 2 + r.rng.IntN(7)
+	reqs := make([]vs.CommitRequest, 0, n)
+	for i := 0; i < n && len(keys) > 0; i++ {
+		expected := head
+		if r.chance(35) {
+			expected = chain[min(1+r.rng.IntN(3), len(chain)-1)]
+		}
+		view := r.m.commits[expected].state
+		var ops []vs.Operation
+		for range min(1+r.rng.IntN(3), len(keys)) {
+			k := keys[0]
+			keys = keys[1:]
+			ops = append(ops, r.burstOp(view, k))
+		}
+		reqs = append(reqs, vs.CommitRequest{Branch: branch, Expected: r.m.commits[expected].hash, Operations: ops,
+			Meta: vs.CommitMeta{Message: fmt.Sprintf("step %d burst %d", r.step, i)}, Committer: "model"})
+	}
+	r.logf("burst of %d commits to %s (MaxGroup=%d)", len(reqs), branch, r.opts.MaxGroup)
+
+	// Outcomes are predicted before the burst; those of the commits that
+	// fail hold whatever the order.
+	preds := make([]commitPred, len(reqs))
+	for i, req := range reqs {
+		preds[i] = r.m.commitRule(req)
+	}
+	st := r.s.Stats()
+	commits0, batches0 := st.Commits.Load(), st.Batches.Load()
+	results := make([]*vs.CommitResult, len(reqs))
+	errs := make([]error, len(reqs))
+	var wg sync.WaitGroup
+	for i, req := range reqs {
+		wg.Go(func() { results[i], errs[i] = r.s.Commit(r.ctx, req) })
+	}
+	wg.Wait()
+	commits, batches := st.Commits.Load()-commits0, st.Batches.Load()-batches0
+	if r.opts.MaxGroup > 1 && commits > 1 {
+		r.stats.bursts.Add(1)
+		if batches < commits {
+			r.stats.grouped.Add(1)
+		}
+	}
+	r.note(": %d commits in %d batches", commits, batches)
+
+	// The order the store applied them in is its new first-parent chain.
+	byHash := map[vs.Hash]int{}
+	for i, res := range results {
+		if errs[i] == nil && res != nil && res.Commit != nil {
+			byHash[res.Commit.Hash] = i
+		}
+	}
+	var order []int
+	newHead, err := r.s.GetRef(branch)
+	if err != nil {
+		r.fail("burst", "read %s after the burst: %v", branch, err)
+	}
+	for h := newHead.Head; h != r.m.commits[head].hash; {
+		i, ok := byHash[h]
+		if !ok {
+			r.fail("burst", "%s moved to a commit no writer of the burst made: %s", branch, r.desc(h))
+		}
+		order = append(order, i)
+		delete(byHash, h)
+		c, err := r.s.ReadCommit(r.ctx, h)
+		if err != nil {
+			r.fail("burst", "read commit: %v", err)
+		}
+		h = c.Parent()
+	}
+	if len(byHash) > 0 {
+		r.fail("burst", "%d acknowledged commits are not on %s", len(byHash), branch)
+	}
+	slices.Reverse(order)
+	done := map[int]bool{}
+	for _, i := range order {
+		r.logf("  burst commit %d: %s expected=%s %s", i, branch, r.desc(reqs[i].Expected), describeOps(reqs[i].Operations))
+		r.checkCommit(reqs[i], r.m.commitRule(reqs[i]), results[i], errs[i])
+		done[i] = true
+	}
+	for i := range reqs {
+		if !done[i] {
+			r.logf("  burst commit %d: %s expected=%s %s", i, branch, r.desc(reqs[i].Expected), describeOps(reqs[i].Operations))
+			r.checkCommit(reqs[i], preds[i], results[i], errs[i])
+		}
+	}
+	if len(order) == 0 {
+		return
+	}
+	// The commits of a round before its last have trees that were never
+	// persisted; reading them, now or after a reopen, rebuilds them.
+	if r.chance(10) {
+		r.logf("reopen the store")
+		r.reopen()
+	}
+	for _, i := range order {
+		r.checkEntries(r.m.byHash[results[i].Commit.Hash], keyRange{})
+	}
+}
+
+// burstOp makes one operation of a burst commit on k, a table, view or
+// wide key, from the client's view: mostly what a careful client does,
+// sometimes a mistake whose conflict does not depend on other commits.
+func (r *runner) burstOp(view map[mkey]mval, k mkey) vs.Operation {
+	cur, ok := view[k]
+	x := r.rng.IntN(100)
+	switch {
+	case ok && x < 55:
+		v := r.newContent(k, cur.typ)
+		v.id = cur.id
+		return putOp(k, v)
+	case ok && x < 75:
+		return vs.Operation{Kind: vs.OpDelete, Key: k.ck()}
+	case ok && x < 85:
+		return putOp(k, r.newContent(k, cur.typ)) // without its id
+	case x >= 90:
+		return vs.Operation{Kind: vs.OpUnchanged, Key: k.ck()}
+	case !ok && x < 80:
+		return putOp(k, r.newContent(k, naturalType(k)))
+	case !ok:
+		return vs.Operation{Kind: vs.OpDelete, Key: k.ck()} // not there
+	}
+	v := r.newContent(k, cur.typ)
+	v.id = cur.id
+	return putOp(k, v)
 }
 
 // addCommit records a commit the store wrote, after checking its parents,

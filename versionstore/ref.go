@@ -212,7 +212,6 @@ const (
 	RefLogCommit     RefLogOp = "COMMIT"
 	RefLogMerge      RefLogOp = "MERGE"
 	RefLogTransplant RefLogOp = "TRANSPLANT"
-	RefLogRetention  RefLogOp = "SET_RETENTION"
 )
 
 // RefLogEntry is one move of a reference, kept for audit.

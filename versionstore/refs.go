@@ -101,27 +101,6 @@ func (s *Store) DeleteRef(ctx context.Context, req DeleteRefRequest) error {
 	return err
 }
 
-// SetRetention changes a reference's retention settings.
-func (s *Store) SetRetention(ctx context.Context, name string, r Retention, principal string) (*Ref, error) {
-	if err := validateRetention(r); err != nil {
-		return nil, err
-	}
-	res, err := s.write(ctx, name, func(ctx context.Context, t *refTxn) (any, error) {
-		if t.ref == nil {
-			return nil, fmt.Errorf("%q: %w", name, ErrReferenceNotFound)
-		}
-		nr := *t.ref
-		nr.Retention = r
-		t.ref = nr.withRaw()
-		t.log = append(t.log, &RefLogEntry{Ref: name, RefType: nr.Type, Op: RefLogRetention, From: nr.Head, To: nr.Head, Principal: principal, Time: s.now()})
-		return t.ref, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return res.(*Ref), nil
-}
-
 func validateRetention(r Retention) error {
 	if r.MaxRefAge < 0 || r.MaxSnapshotAge < 0 || r.MinSnapshotsToKeep < 0 {
 		return fmt.Errorf("%w: retention settings cannot be negative", ErrInvalid)

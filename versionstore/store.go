@@ -2,7 +2,6 @@ package versionstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -232,41 +231,6 @@ func (s *Store) GetContents(ctx context.Context, at Hash, keys []ContentKey) (ma
 		out[string(k.Encode())] = ct.Clone()
 	}
 	return out, nil
-}
-
-// PutBlob stores an immutable blob (such as a table's metadata JSON) and
-// returns its hash; Content.Metadata may name it.
-func (s *Store) PutBlob(ctx context.Context, data []byte) (Hash, error) {
-	if err := s.beginWrite(); err != nil {
-		return Hash{}, err
-	}
-	defer s.closeMu.RUnlock()
-	b := make([]byte, 0, len(data)+2)
-	b = append(b, kindBlob, formatV1)
-	b = append(b, data...)
-	h := hashOf(b)
-	if err := s.be.Apply(ctx, backend.Batch{Objects: []backend.Object{{ID: h, Data: b}}}); err != nil {
-		return Hash{}, fmt.Errorf("store blob: %w", err)
-	}
-	return h, nil
-}
-
-// GetBlob returns a blob stored by PutBlob.
-func (s *Store) GetBlob(ctx context.Context, h Hash) ([]byte, error) {
-	data, err := s.be.GetObject(ctx, h)
-	if err != nil {
-		if errors.Is(err, backend.ErrObjectNotFound) {
-			return nil, fmt.Errorf("blob %s: %w", h, ErrContentNotFound)
-		}
-		return nil, fmt.Errorf("read blob %s: %w", h, err)
-	}
-	if hashOf(data) != h {
-		return nil, fmt.Errorf("%w: blob %s does not match its hash", ErrCorrupt, h)
-	}
-	if len(data) < 2 || data[0] != kindBlob || data[1] != formatV1 {
-		return nil, fmt.Errorf("%w: object %s is not a blob", ErrCorrupt, h)
-	}
-	return data[2:], nil
 }
 
 // beginWrite takes the shared close lock; callers release it with
