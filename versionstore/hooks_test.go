@@ -519,8 +519,8 @@ func detailFor(res *MergeResult, k string) *KeyDetail {
 	return nil
 }
 
-// faultBackend fails reads of one object on chosen calls.
-type faultBackend struct {
+// readFaultBackend fails reads of one object on chosen calls.
+type readFaultBackend struct {
 	backend.Backend
 	mu     sync.Mutex
 	target backend.ObjectID
@@ -530,7 +530,7 @@ type faultBackend struct {
 
 var errInjected = errors.New("injected read failure")
 
-func (b *faultBackend) GetObject(ctx context.Context, id backend.ObjectID) ([]byte, error) {
+func (b *readFaultBackend) GetObject(ctx context.Context, id backend.ObjectID) ([]byte, error) {
 	b.mu.Lock()
 	if id == b.target && b.failAt > 0 {
 		b.reads++
@@ -543,7 +543,7 @@ func (b *faultBackend) GetObject(ctx context.Context, id backend.ObjectID) ([]by
 	return b.Backend.GetObject(ctx, id)
 }
 
-func (b *faultBackend) arm(target Hash, failAt int) {
+func (b *readFaultBackend) arm(target Hash, failAt int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.target, b.reads, b.failAt = backend.ObjectID(target), 0, failAt
@@ -559,7 +559,7 @@ func TestMergeParentReadFailureFailsMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fb := &faultBackend{Backend: pb}
+	fb := &readFaultBackend{Backend: pb}
 	s, err := Open(ctx, fb, Options{CacheBytes: 1})
 	if err != nil {
 		t.Fatal(err)
