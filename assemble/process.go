@@ -17,9 +17,9 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/floe-catalog/floe/internal/authorize"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
+	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/rest/nessie"
 	"github.com/floe-catalog/floe/server"
@@ -300,11 +300,11 @@ func (p *Process) startPolicy(ctx context.Context, opts *policy.Options, decisio
 
 // guard is an API's guard over engine; nil (allow all) when authorization
 // is off.
-func guard(engine *policy.Engine, api string) *authorize.Guard {
+func guard(engine *policy.Engine, api string) *authz.Guard {
 	if engine == nil {
 		return nil
 	}
-	return authorize.NewGuard(engine, api, authn.PrincipalOf, func(r *http.Request) string {
+	return authz.NewGuard(engine, api, authn.PrincipalOf, func(r *http.Request) string {
 		return server.RequestID(r.Context())
 	})
 }

@@ -1,9 +1,3 @@
-// Command floe is the floe catalog binary: `floe serve` runs the server, and
-// the client commands (branch, tag, log, diff, show, ls, merge, transplant)
-// talk to a server's Nessie API v2.
-//
-// This file holds flag wiring and lifecycle only; the work happens in the
-// server, version store and client packages.
 package main
 
 import (

@@ -294,7 +294,7 @@ func FromContext(ctx context.Context) (policy.Principal, bool) {
 }
 
 // PrincipalOf returns the principal Middleware stored in r's context, the
-// zero Principal if none: the form authorize.NewGuard takes.
+// zero Principal if none: the form authz.NewGuard takes.
 func PrincipalOf(r *http.Request) policy.Principal {
 	p, _ := FromContext(r.Context())
 	return p

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/floe-catalog/floe/icebergtable"
-	"github.com/floe-catalog/floe/internal/authorize"
 	"github.com/floe-catalog/floe/internal/keyedmutex"
+	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -85,7 +85,7 @@ type Deps struct {
 	Authenticate func(onError func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler
 	// Guard asks the policy engine about every read and write; nil allows
 	// everything.
-	Guard *authorize.Guard
+	Guard *authz.Guard
 	// MetadataCacheBytes bounds the memory of the cache of table metadata
 	// files shared by the warehouses (approximately: see
 	// icebergtable.MetadataCache). 0 means
@@ -118,7 +118,7 @@ type api struct {
 	now func() time.Time
 	// authenticate wraps each route; guard authorizes (authz.go).
 	authenticate func(http.Handler) http.Handler
-	guard        *authorize.Guard
+	guard        *authz.Guard
 }
 
 // API is the facade built by New: its routes and its background work

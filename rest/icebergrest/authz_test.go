@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floe-catalog/floe/internal/authorize"
 	"github.com/floe-catalog/floe/policy"
+	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 )
 
@@ -70,7 +70,7 @@ func TestAuthorization(t *testing.T) {
 	}}
 	alice := func(*http.Request) policy.Principal { return policy.Principal{ID: "alice"} }
 	e := newEnvAt(t, t.TempDir(), func(deps *icebergrest.Deps) {
-		deps.Guard = authorize.NewGuard(d, "iceberg", alice, nil)
+		deps.Guard = authz.NewGuard(d, "iceberg", alice, nil)
 	})
 	set := func(key string, on bool) {
 		denyMu.Lock()

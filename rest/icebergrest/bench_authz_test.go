@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floe-catalog/floe/internal/authorize"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
+	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -54,7 +54,7 @@ func BenchmarkAuthzCommit(b *testing.B) {
 				b.Cleanup(func() { _ = engine.Close() })
 				configure = append(configure, func(d *icebergrest.Deps) {
 					d.Authenticate = auth.Middleware
-					d.Guard = authorize.NewGuard(engine, "iceberg", authn.PrincipalOf, nil)
+					d.Guard = authz.NewGuard(engine, "iceberg", authn.PrincipalOf, nil)
 					d.Principal = func(r *http.Request) string { return authn.PrincipalOf(r).ID }
 				})
 				header = []string{"Authorization", "Bearer " + token}
@@ -109,7 +109,7 @@ func BenchmarkAuthzPerRequest(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer engine.Close()
-			guard := authorize.NewGuard(engine, "iceberg", authn.PrincipalOf, nil)
+			guard := authz.NewGuard(engine, "iceberg", authn.PrincipalOf, nil)
 			var checkErr error
 			h := auth.Middleware(func(http.ResponseWriter, *http.Request, error) { checkErr = errors.New("not authenticated") })(
 				http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { checkErr = guard.Check(r, in) }))

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/floe-catalog/floe/internal/authorize"
+	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -97,11 +97,11 @@ func classify(err error) *apiError {
 	if ae, ok := errors.AsType[*apiError](err); ok {
 		return ae
 	}
-	if de, ok := errors.AsType[*authorize.DeniedError](err); ok {
+	if de, ok := errors.AsType[*authz.DeniedError](err); ok {
 		return &apiError{status: http.StatusForbidden, typ: typeForbidden, msg: "Forbidden: " + strings.Join(de.Decision.Reasons, "; "), cause: err}
 	}
 	switch {
-	case errors.Is(err, authorize.ErrUnavailable):
+	case errors.Is(err, authz.ErrUnavailable):
 		return &apiError{status: http.StatusServiceUnavailable, typ: typeServiceUnavailable, msg: "authorization is unavailable; try again later", cause: err}
 	case errors.Is(err, versionstore.ErrInvalid):
 		return &apiError{status: http.StatusBadRequest, typ: typeBadRequest, msg: err.Error(), cause: err}

@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/floe-catalog/floe/icebergtable"
-	"github.com/floe-catalog/floe/internal/authorize"
 	"github.com/floe-catalog/floe/policy"
+	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -131,7 +131,7 @@ func (a *api) resolveParts(ctx context.Context, spec, name, refExpr string) (*wa
 		return nil, err
 	}
 	wr.hash = res.Hash
-	wr.ref = authorize.RefOf(res)
+	wr.ref = authz.RefOf(res)
 	if res.Pinned {
 		wr.ref.Type = policy.RefDetached // a pinned branch commit is read-only
 	}

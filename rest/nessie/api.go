@@ -15,7 +15,7 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/floe-catalog/floe/internal/authorize"
+	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -51,14 +51,14 @@ type Deps struct {
 	Authenticate func(onError func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler
 	// Guard asks the policy engine about every read and write; nil allows
 	// everything.
-	Guard *authorize.Guard
+	Guard *authz.Guard
 }
 
 type api struct {
 	store     *versionstore.Store
 	logger    *slog.Logger
 	principal func(*http.Request) string
-	guard     *authorize.Guard
+	guard     *authz.Guard
 }
 
 // Register adds the Nessie API v2 routes under Prefix to r. The router must

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/floe-catalog/floe/internal/authorize"
 	"github.com/floe-catalog/floe/policy"
+	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -31,7 +31,7 @@ func (a *api) storedRef(name string) policy.Ref {
 	if err != nil {
 		return policy.Ref{Name: name, Type: policy.RefBranch}
 	}
-	return policy.Ref{Name: ref.Name, Type: authorize.RefType(ref.Type)}
+	return policy.Ref{Name: ref.Name, Type: authz.RefType(ref.Type)}
 }
 
 // refAction checks a reference operation on ref.
@@ -48,7 +48,7 @@ func (a *api) commitContents(ctx context.Context, at versionstore.Hash, ops []ve
 		c := policy.Content{Key: []string(op.Key)}
 		switch op.Kind {
 		case versionstore.OpPut:
-			c.Type = authorize.ContentType(op.Content.Type)
+			c.Type = authz.ContentType(op.Content.Type)
 			c.Change = policy.ChangeUpdate
 			if op.Content.ID == "" {
 				c.Change = policy.ChangeCreate
@@ -58,7 +58,7 @@ func (a *api) commitContents(ctx context.Context, at versionstore.Hash, ops []ve
 			existing, err := a.store.GetContent(ctx, at, op.Key)
 			switch {
 			case err == nil:
-				c.Type = authorize.ContentType(existing.Type)
+				c.Type = authz.ContentType(existing.Type)
 			case !errors.Is(err, versionstore.ErrContentNotFound):
 				return nil, err
 			}
@@ -79,8 +79,8 @@ func (a *api) mergeCheck(r *http.Request, action policy.Action, source policy.Re
 	if !a.guard.Enabled() {
 		return nil
 	}
-	target := authorize.Branch(branch)
+	target := authz.Branch(branch)
 	return func(_ context.Context, changes []versionstore.CheckedChange) error {
-		return a.guard.Check(r, policy.Input{Action: action, Ref: source, Target: &target, Contents: authorize.Changes(changes)})
+		return a.guard.Check(r, policy.Input{Action: action, Ref: source, Target: &target, Contents: authz.Changes(changes)})
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/floe-catalog/floe/internal/authorize"
 	"github.com/floe-catalog/floe/policy"
+	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/rest/nessie"
 )
 
@@ -63,7 +63,7 @@ func TestAuthorization(t *testing.T) {
 	p := &policyStub{deny: map[string]bool{}}
 	bob := func(*http.Request) policy.Principal { return policy.Principal{ID: "bob", Groups: []string{"g"}} }
 	e := newEnvWith(t, func(d *nessie.Deps) {
-		d.Guard = authorize.NewGuard(p, "nessie", bob, nil)
+		d.Guard = authz.NewGuard(p, "nessie", bob, nil)
 	})
 
 	e.commit("main", "setup", put(namespace("db"), "db"), put(table("/w/a1", 1), "db", "a"), put(table("/w/s1", 1), "db", "secret"))

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/floe-catalog/floe/internal/authorize"
+	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -88,12 +88,12 @@ func classify(err error) *apiError {
 		return ae
 	}
 	var ce *versionstore.ConflictError
-	var de *authorize.DeniedError
+	var de *authz.DeniedError
 	switch {
 	case errors.As(err, &de):
 		return &apiError{status: http.StatusForbidden, code: codeForbidden, err: err,
 			msg: "Forbidden: " + strings.Join(de.Decision.Reasons, "; ")}
-	case errors.Is(err, authorize.ErrUnavailable):
+	case errors.Is(err, authz.ErrUnavailable):
 		return &apiError{status: http.StatusServiceUnavailable, code: codeServiceUnavailable, err: err,
 			msg: "authorization is unavailable; try again later"}
 	case errors.As(err, &ce):

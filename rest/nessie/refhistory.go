@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/floe-catalog/floe/internal/authorize"
 	"github.com/floe-catalog/floe/policy"
+	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -55,7 +55,7 @@ func (a *api) recentChanges(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.guard.Read(r, policy.Ref{Name: ref.Name, Type: authorize.RefType(ref.Type)}); err != nil {
+	if err := a.guard.Read(r, policy.Ref{Name: ref.Name, Type: authz.RefType(ref.Type)}); err != nil {
 		return nil, err
 	}
 	state := func(h versionstore.Hash) referenceHistoryState {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/floe-catalog/floe/internal/authorize"
 	"github.com/floe-catalog/floe/policy"
+	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -85,8 +85,8 @@ func (a *api) listReferences(r *http.Request) (any, error) {
 		}
 		// A reference the caller may not read is left out, as Nessie
 		// does, rather than failing the whole listing.
-		err := a.guard.Read(r, policy.Ref{Name: ref.Name, Type: authorize.RefType(ref.Type)})
-		if _, denied := errors.AsType[*authorize.DeniedError](err); denied {
+		err := a.guard.Read(r, policy.Ref{Name: ref.Name, Type: authz.RefType(ref.Type)})
+		if _, denied := errors.AsType[*authz.DeniedError](err); denied {
 			continue
 		} else if err != nil {
 			return nil, err
@@ -219,7 +219,7 @@ func (a *api) getReference(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.guard.Read(r, policy.Ref{Name: ref.Name, Type: authorize.RefType(ref.Type)}); err != nil {
+	if err := a.guard.Read(r, policy.Ref{Name: ref.Name, Type: authz.RefType(ref.Type)}); err != nil {
 		return nil, err
 	}
 	j := refJSON(ref)
@@ -288,7 +288,7 @@ func (a *api) createReference(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.refAction(r, policy.ActionCreateRef, policy.Ref{Name: name, Type: authorize.RefType(typ)}); err != nil {
+	if err := a.refAction(r, policy.ActionCreateRef, policy.Ref{Name: name, Type: authz.RefType(typ)}); err != nil {
 		return nil, err
 	}
 	ref, err := a.store.CreateRef(r.Context(), versionstore.CreateRefRequest{Name: name, Type: typ, Target: target, Principal: a.principal(r)})
@@ -376,7 +376,7 @@ func (a *api) deleteReference(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.refAction(r, policy.ActionDeleteRef, policy.Ref{Name: ref.Name, Type: authorize.RefType(ref.Type)}); err != nil {
+	if err := a.refAction(r, policy.ActionDeleteRef, policy.Ref{Name: ref.Name, Type: authz.RefType(ref.Type)}); err != nil {
 		return nil, err
 	}
 	if err := a.store.DeleteRef(r.Context(), versionstore.DeleteRefRequest{Name: name, Type: typ, Expected: expected, Principal: a.principal(r)}); err != nil {
@@ -397,7 +397,7 @@ func (a *api) resolveRead(r *http.Request, v string) (*versionstore.Resolved, er
 	if err != nil {
 		return nil, err
 	}
-	if err := a.guard.Read(r, authorize.RefOf(res)); err != nil {
+	if err := a.guard.Read(r, authz.RefOf(res)); err != nil {
 		return nil, err
 	}
 	return res, nil

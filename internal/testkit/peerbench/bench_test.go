@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/floe-catalog/floe/internal/peerbench"
+	"github.com/floe-catalog/floe/internal/testkit/peerbench"
 )
 
 // peer is a server under benchmark and the variable holding its URL.
@@ -38,7 +38,7 @@ func forEachServer(b *testing.B, fn func(b *testing.B, serverURL string)) {
 		b.Run("server="+p.name, func(b *testing.B) {
 			u := os.Getenv(p.env)
 			if u == "" {
-				b.Skipf("%s is not set: start the servers with internal/peerbench/run.sh (make bench)", p.env)
+				b.Skipf("%s is not set: start the servers with internal/testkit/peerbench/run.sh (make bench)", p.env)
 			}
 			fn(b, u)
 		})

@@ -2,7 +2,7 @@
 # Starts the servers of the peer benchmark, runs a command against them,
 # then stops them:
 #
-#   bash internal/peerbench/run.sh go test -run '^$' -bench . ./internal/peerbench/
+#   bash internal/testkit/peerbench/run.sh go test -run '^$' -bench . ./internal/testkit/peerbench/
 #
 # - floe: bin/floe (built by `make build`) serving --dev on a free loopback
 #   port over a temporary data directory, exactly as `make run` would.
