@@ -26,8 +26,8 @@ const Prefix = "/api/v2"
 // Java client picks the spec 2.2.0 content-key escaping from it.
 const SpecVersion = "2.2.0"
 
-// DefaultPrincipal is the committer of every write until authentication
-// names callers.
+// DefaultPrincipal is the committer recorded for every write when
+// Deps.Principal is nil, as when the API is served without authentication.
 const DefaultPrincipal = "anonymous"
 
 // maxLogPage caps one page of the commit log, as Nessie's
