@@ -59,6 +59,7 @@ type api struct {
 	logger    *slog.Logger
 	principal func(*http.Request) string
 	guard     *authorize.Guard
+	filters   *filterCompiler
 }
 
 // Register adds the Nessie API v2 routes under Prefix to r. The router must
@@ -68,7 +69,11 @@ func Register(r *mux.Router, deps Deps) error {
 	if deps.Store == nil {
 		return errors.New("nessie API: no version store")
 	}
-	a := &api{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard}
+	filters, err := newFilterCompiler()
+	if err != nil {
+		return err
+	}
+	a := &api{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, filters: filters}
 	if a.logger == nil {
 		a.logger = slog.New(slog.DiscardHandler)
 	}
