@@ -26,8 +26,8 @@ const Prefix = "/api/v2"
 // Java client picks the spec 2.2.0 content-key escaping from it.
 const SpecVersion = "2.2.0"
 
-// DefaultPrincipal is the committer of every write until authentication
-// names callers.
+// DefaultPrincipal is the committer recorded for every write when
+// Deps.Principal is nil, as when the API is served without authentication.
 const DefaultPrincipal = "anonymous"
 
 // maxLogPage caps one page of the commit log, as Nessie's
@@ -59,6 +59,7 @@ type api struct {
 	logger    *slog.Logger
 	principal func(*http.Request) string
 	guard     *authz.Guard
+	filters   *filterCompiler
 }
 
 // Register adds the Nessie API v2 routes under Prefix to r. The router must
@@ -68,7 +69,11 @@ func Register(r *mux.Router, deps Deps) error {
 	if deps.Store == nil {
 		return errors.New("nessie API: no version store")
 	}
-	a := &api{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard}
+	filters, err := newFilterCompiler()
+	if err != nil {
+		return err
+	}
+	a := &api{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, filters: filters}
 	if a.logger == nil {
 		a.logger = slog.New(slog.DiscardHandler)
 	}

@@ -113,10 +113,10 @@ func TestReferences(t *testing.T) {
 			t.Errorf("all refs %v", names)
 		}
 		for q, want := range map[string][]string{
-			"refType == 'TAG'":                                     {"v1"},
-			"ref.startsWith('e') && refType != 'TAG'":              {"empty", "etl/daily"},
-			"ref.matches('^m.*') || ref == 'v1'":                   {"main", "v1"},
-			"ref in ['main', 'x'] && commit.message == 'behind 1'": {"main"},
+			"refType == 'TAG'": {"v1"},
+			"ref.name.startsWith('e') && refType != 'TAG'":              {"empty", "etl/daily"},
+			"ref.name.matches('^m.*') || ref.name == 'v1'":              {"main", "v1"},
+			"ref.name in ['main', 'x'] && commit.message == 'behind 1'": {"main"},
 		} {
 			if names, _, _ := list("?filter=" + url.QueryEscape(q)); !slices.Equal(names, want) {
 				t.Errorf("filter %q: %v, want %v", q, names, want)
@@ -557,7 +557,7 @@ func TestDiff(t *testing.T) {
 		"key=db.a&key=db.c":         {"db.a", "db.c"},
 		"min-key=db.b&max-key=db.c": {"db.b", "db.c"},
 		"prefix-key=db.x":           {"db.x"},
-		"filter=" + url.QueryEscape("name.startsWith('b') || key == 'db.x'"): {"db.b", "db.x"},
+		"filter=" + url.QueryEscape("key.name.startsWith('b') || key.key == 'db.x'"): {"db.b", "db.x"},
 	} {
 		e.ok(http.MethodGet, "/trees/main/diff/dev?"+q, nil, http.StatusOK, &d)
 		if !slices.Equal(diffKeys(d), want) {

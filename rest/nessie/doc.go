@@ -7,6 +7,9 @@
 // semantics; tables written through the Iceberg REST facade share that
 // store and so appear here, and the other way round.
 //
+// Listing filters are CEL expressions, checked against the variables and
+// types Nessie declares for each listing and bounded in cost (filter.go).
+//
 // With Deps.Authenticate every route names its caller (401 otherwise), and
 // with Deps.Guard every operation asks the policy engine (authz.go):
 // reads of a reference (listings leave out references the caller may not

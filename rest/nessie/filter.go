@@ -1,495 +1,377 @@
 package nessie
 
 import (
-	"cmp"
 	"fmt"
-	"regexp"
-	"strconv"
+	"reflect"
 	"strings"
-	"unicode"
+	"time"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/ext"
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/floe-catalog/floe/versionstore"
 )
 
-// A filter is a small subset of CEL, enough for Nessie's documented
-// filters: string, integer and boolean literals, list literals,
-// variables with dotted names (ref, refType, entry.namespace, ...),
-// ==, !=, <, <=, >, >=, in, !, && and ||, parentheses and the string
-// methods startsWith, endsWith, contains and matches. It only reads the
-// variables it is given; matches uses RE2, whose run time is linear, so no
-// filter can run code or take unbounded time.
+// Filters are CEL expressions (https://cel.dev), compiled and type-checked
+// against the variables Nessie declares for each listing (its CELUtil):
+//
+//   - entries: entry (keyElements, key, encodedKey, namespaceElements,
+//     name, namespace, contentType)
+//   - commit log: commit (a CommitMeta) and operations (a list of
+//     operations, each with the key fields, type and content {type, id})
+//   - references: ref (name, hash, metadata), refType, commit (the head's
+//     CommitMeta) and refMeta (a ReferenceMetadata, empty unless fetch=ALL)
+//   - diff: key (the key fields)
+//
+// Keys appear as Nessie shows them: key is the elements joined by '.',
+// encodedKey and namespace use the legacy encoding ('.' inside an element
+// written as 0x1D).
+//
+// A filter only reads the variables it is given. Its cost is bounded three
+// ways: its length and nesting at parse time, each evaluation's CEL cost
+// (maxFilterCost), and the cost of all evaluations of one request
+// (maxFilterCostPerRequest), so a hostile filter cannot hold a CPU.
+// matches() uses RE2, whose run time is linear in its input.
 
 const (
 	maxFilterBytes = 4096
 	maxFilterDepth = 64
+	// maxFilterCost bounds one evaluation, in CEL's cost units (about one
+	// per comparison, field access or loop step). Measured on the 2-core
+	// development machine: Nessie's documented entries filter costs 4,
+	// exists() over a commit with 10000 operations 70000 (some 80ms of
+	// CPU, most of it reading the operations), and a filter of nested
+	// loops is stopped here after some 150ms.
+	maxFilterCost = 1_000_000
+	// maxFilterCostPerRequest bounds all evaluations of one request: a
+	// documented filter over maxScanPerRequest entries costs 400000.
+	maxFilterCostPerRequest = 10_000_000
+	// compiledFilters is how many compiled filters are kept for reuse;
+	// clients tend to repeat the same few filters page after page.
+	compiledFilters = 256
 )
 
-// filterVars are the variables a filter may read.
-type filterVars map[string]any
+// filterKind names the listing a filter is written for: each declares
+// different variables.
+type filterKind int
 
-type filter struct{ root node }
+const (
+	entriesFilter filterKind = iota
+	commitLogFilter
+	referencesFilter
+	diffFilter
+	numFilterKinds
+)
 
-type node interface {
-	eval(filterVars) (any, error)
+// The variables' types, named and shaped as the Nessie model objects they
+// stand for. CEL sees the cel tags as field names.
+
+// celKey is Nessie's KeyedEntityForCel: the key a diff entry is about.
+type celKey struct {
+	KeyElements       []string `cel:"keyElements"`
+	Key               string   `cel:"key"`
+	EncodedKey        string   `cel:"encodedKey"`
+	NamespaceElements []string `cel:"namespaceElements"`
+	Name              string   `cel:"name"`
+	Namespace         string   `cel:"namespace"`
 }
 
-// compileFilter parses expr; "" compiles to nil, which matches everything.
-func compileFilter(expr string) (*filter, error) {
+// celEntry is Nessie's KeyEntryForCel: the key fields and the content type.
+type celEntry struct {
+	KeyElements       []string `cel:"keyElements"`
+	Key               string   `cel:"key"`
+	EncodedKey        string   `cel:"encodedKey"`
+	NamespaceElements []string `cel:"namespaceElements"`
+	Name              string   `cel:"name"`
+	Namespace         string   `cel:"namespace"`
+	ContentType       string   `cel:"contentType"`
+}
+
+// celOperation is Nessie's OperationForCel.
+type celOperation struct {
+	KeyElements       []string `cel:"keyElements"`
+	Key               string   `cel:"key"`
+	EncodedKey        string   `cel:"encodedKey"`
+	NamespaceElements []string `cel:"namespaceElements"`
+	Name              string   `cel:"name"`
+	Namespace         string   `cel:"namespace"`
+	Type              string   `cel:"type"`
+	// Content is what a PUT wrote, empty for a DELETE. It is read only
+	// for a filter that mentions it.
+	Content celContent `cel:"content"`
+}
+
+// celContent is Nessie's ContentForCel.
+type celContent struct {
+	Type string `cel:"type"`
+	ID   string `cel:"id"`
+}
+
+// celCommitMeta is Nessie's CommitMeta with the properties its JSON
+// mapping exposes (V1 and V2 views).
+type celCommitMeta struct {
+	Hash               string              `cel:"hash"`
+	Committer          string              `cel:"committer"`
+	Author             string              `cel:"author"`
+	Authors            []string            `cel:"authors"`
+	SignedOffBy        string              `cel:"signedOffBy"`
+	AllSignedOffBy     []string            `cel:"allSignedOffBy"`
+	Message            string              `cel:"message"`
+	CommitTime         time.Time           `cel:"commitTime"`
+	AuthorTime         time.Time           `cel:"authorTime"`
+	Properties         map[string]string   `cel:"properties"`
+	AllProperties      map[string][]string `cel:"allProperties"`
+	ParentCommitHashes []string            `cel:"parentCommitHashes"`
+}
+
+// celReference is Nessie's Reference (its JSON fields; the type is the
+// refType variable).
+type celReference struct {
+	Name     string               `cel:"name"`
+	Hash     string               `cel:"hash"`
+	Metadata celReferenceMetadata `cel:"metadata"`
+}
+
+// celReferenceMetadata is Nessie's ReferenceMetadata.
+type celReferenceMetadata struct {
+	NumCommitsAhead    int64         `cel:"numCommitsAhead"`
+	NumCommitsBehind   int64         `cel:"numCommitsBehind"`
+	CommitMetaOfHEAD   celCommitMeta `cel:"commitMetaOfHEAD"`
+	CommonAncestorHash string        `cel:"commonAncestorHash"`
+	NumTotalCommits    int64         `cel:"numTotalCommits"`
+}
+
+// celTypeName is the CEL name of a variable type (package.Type).
+func celTypeName(v any) string {
+	t := reflect.TypeOf(v)
+	return "nessie." + t.Name()
+}
+
+// filterCompiler compiles filters against one CEL environment per kind
+// and keeps the most recently used programs. It is safe for concurrent
+// use.
+type filterCompiler struct {
+	envs     [numFilterKinds]*cel.Env
+	compiled *lru.Cache[filterCacheKey, *compiledFilter]
+}
+
+type filterCacheKey struct {
+	kind filterKind
+	expr string
+}
+
+// compiledFilter is a checked program, shared by every request with the
+// same filter.
+type compiledFilter struct {
+	prog cel.Program
+	// readsContent says the filter reads an operation's content, which
+	// costs a store read per commit.
+	readsContent bool
+}
+
+func newFilterCompiler() (*filterCompiler, error) {
+	vars := [numFilterKinds][]cel.EnvOption{
+		entriesFilter: {cel.Variable("entry", cel.ObjectType(celTypeName(celEntry{})))},
+		commitLogFilter: {
+			cel.Variable("commit", cel.ObjectType(celTypeName(celCommitMeta{}))),
+			cel.Variable("operations", cel.ListType(cel.ObjectType(celTypeName(celOperation{})))),
+		},
+		referencesFilter: {
+			cel.Variable("commit", cel.ObjectType(celTypeName(celCommitMeta{}))),
+			cel.Variable("ref", cel.ObjectType(celTypeName(celReference{}))),
+			cel.Variable("refMeta", cel.ObjectType(celTypeName(celReferenceMetadata{}))),
+			cel.Variable("refType", cel.StringType),
+		},
+		diffFilter: {cel.Variable("key", cel.ObjectType(celTypeName(celKey{})))},
+	}
+	fc := &filterCompiler{}
+	for kind, v := range vars {
+		opts := append([]cel.EnvOption{
+			ext.NativeTypes(ext.ParseStructTags(true),
+				reflect.TypeFor[celEntry](), reflect.TypeFor[celKey](), reflect.TypeFor[celOperation](),
+				reflect.TypeFor[celReference]()),
+			cel.ParserExpressionSizeLimit(maxFilterBytes),
+			cel.ParserRecursionLimit(maxFilterDepth),
+		}, v...)
+		env, err := cel.NewEnv(opts...)
+		if err != nil {
+			return nil, fmt.Errorf("nessie filters: %w", err)
+		}
+		fc.envs[kind] = env
+	}
+	var err error
+	if fc.compiled, err = lru.New[filterCacheKey, *compiledFilter](compiledFilters); err != nil {
+		return nil, fmt.Errorf("nessie filters: %w", err)
+	}
+	return fc, nil
+}
+
+// compile returns a filter for one request; "" gives nil, which matches
+// everything. A filter that does not parse, names an unknown variable or
+// field, or is not a boolean is a bad request.
+func (fc *filterCompiler) compile(kind filterKind, expr string) (*filter, error) {
 	if strings.TrimSpace(expr) == "" {
 		return nil, nil
 	}
 	if len(expr) > maxFilterBytes {
 		return nil, badRequest("filter is longer than %d bytes", maxFilterBytes)
 	}
-	toks, err := lex(expr)
+	key := filterCacheKey{kind, expr}
+	if c, ok := fc.compiled.Get(key); ok {
+		return &filter{compiledFilter: c, expr: expr}, nil
+	}
+	checked, iss := fc.envs[kind].Compile(expr)
+	if iss.Err() != nil {
+		return nil, badRequest("bad filter %q: %v", expr, iss.Err())
+	}
+	if !checked.OutputType().IsExactType(cel.BoolType) {
+		return nil, badRequest("bad filter %q: it is of type %s, not bool", expr, checked.OutputType())
+	}
+	prog, err := fc.envs[kind].Program(checked, cel.CostLimit(maxFilterCost), cel.EvalOptions(cel.OptOptimize))
 	if err != nil {
 		return nil, badRequest("bad filter %q: %v", expr, err)
 	}
-	p := &parser{toks: toks}
-	n, err := p.or()
-	if err == nil && p.peek().kind != tokEOF {
-		err = fmt.Errorf("unexpected %q", p.peek().text)
-	}
-	if err != nil {
-		return nil, badRequest("bad filter %q: %v", expr, err)
-	}
-	return &filter{root: n}, nil
+	c := &compiledFilter{prog: prog, readsContent: selectsField(checked, "content")}
+	fc.compiled.Add(key, c)
+	return &filter{compiledFilter: c, expr: expr}, nil
 }
 
-// match evaluates the filter; a nil filter matches everything.
-func (f *filter) match(vars filterVars) (bool, error) {
+// selectsField reports whether the expression selects a field of that name
+// anywhere.
+func selectsField(checked *cel.Ast, field string) bool {
+	found := ast.MatchDescendants(ast.NavigateAST(checked.NativeRep()), func(e ast.NavigableExpr) bool {
+		return e.Kind() == ast.SelectKind && e.AsSelect().FieldName() == field
+	})
+	return len(found) > 0
+}
+
+// filter is a compiled filter as one request uses it: it counts the cost
+// of its evaluations against the request's budget, so it must not be
+// shared between requests.
+type filter struct {
+	*compiledFilter
+	expr  string
+	spent uint64
+}
+
+// match evaluates the filter; a nil filter matches everything. An
+// evaluation error (a missing map key, a bad timestamp, the cost limit)
+// is a bad request naming the filter.
+func (f *filter) match(vars map[string]any) (bool, error) {
 	if f == nil {
 		return true, nil
 	}
-	v, err := f.root.eval(vars)
-	if err != nil {
-		return false, badRequest("filter: %v", err)
+	if f.spent > maxFilterCostPerRequest {
+		return false, badRequest("filter %q: costs more than %d for this request", f.expr, maxFilterCostPerRequest)
 	}
-	b, ok := v.(bool)
+	out, details, err := f.prog.Eval(vars)
+	if details != nil && details.ActualCost() != nil {
+		f.spent += *details.ActualCost()
+	}
+	if err != nil {
+		return false, badRequest("filter %q: %v", f.expr, err)
+	}
+	b, ok := out.Value().(bool)
 	if !ok {
-		return false, badRequest("filter does not evaluate to a boolean")
+		return false, badRequest("filter %q: result %v is not a boolean", f.expr, out)
 	}
 	return b, nil
 }
 
-type tokKind int
+// The variables of each kind of filter.
 
-const (
-	tokEOF tokKind = iota
-	tokIdent
-	tokString
-	tokInt
-	tokOp
-)
-
-type token struct {
-	kind tokKind
-	text string
-	val  any
+func keyVar(k versionstore.ContentKey) celKey {
+	ns, nsElems := "", []string{}
+	if p := k.Parent(); p != nil {
+		ns, nsElems = encodeKeyLegacy(p), append(nsElems, p...)
+	}
+	return celKey{
+		KeyElements: append([]string{}, k...), Key: strings.Join(k, "."), EncodedKey: encodeKeyLegacy(k),
+		NamespaceElements: nsElems, Name: k[len(k)-1], Namespace: ns,
+	}
 }
 
-func lex(s string) ([]token, error) {
-	var out []token
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			i++
-		case c == '\'' || c == '"':
-			var b strings.Builder
-			j := i + 1
-			for ; j < len(s) && s[j] != c; j++ {
-				if s[j] == '\\' && j+1 < len(s) {
-					j++
-					switch s[j] {
-					case 'n':
-						b.WriteByte('\n')
-					case 't':
-						b.WriteByte('\t')
-					default:
-						b.WriteByte(s[j])
-					}
-					continue
-				}
-				b.WriteByte(s[j])
-			}
-			if j >= len(s) {
-				return nil, fmt.Errorf("unterminated string at %d", i)
-			}
-			out = append(out, token{kind: tokString, text: s[i : j+1], val: b.String()})
-			i = j + 1
-		case c >= '0' && c <= '9' || c == '-' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9':
-			j := i + 1
-			for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-				j++
-			}
-			n, err := strconv.ParseInt(s[i:j], 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("bad number %q", s[i:j])
-			}
-			out = append(out, token{kind: tokInt, text: s[i:j], val: n})
-			i = j
-		case c == '_' || unicode.IsLetter(rune(c)):
-			j := i
-			for j < len(s) && (s[j] == '_' || unicode.IsLetter(rune(s[j])) || s[j] >= '0' && s[j] <= '9') {
-				j++
-			}
-			out = append(out, token{kind: tokIdent, text: s[i:j]})
-			i = j
-		default:
-			op := ""
-			for _, o := range []string{"==", "!=", "<=", ">=", "&&", "||", "<", ">", "!", "(", ")", "[", "]", ",", "."} {
-				if strings.HasPrefix(s[i:], o) {
-					op = o
-					break
-				}
-			}
-			if op == "" {
-				return nil, fmt.Errorf("unexpected character %q at %d", c, i)
-			}
-			out = append(out, token{kind: tokOp, text: op})
-			i += len(op)
+// entryVars are an entry filter's variables.
+func entryVars(k versionstore.ContentKey, t versionstore.ContentType) map[string]any {
+	kv := keyVar(k)
+	return map[string]any{"entry": celEntry{
+		KeyElements: kv.KeyElements, Key: kv.Key, EncodedKey: kv.EncodedKey,
+		NamespaceElements: kv.NamespaceElements, Name: kv.Name, Namespace: kv.Namespace,
+		ContentType: t.String(),
+	}}
+}
+
+// diffVars are a diff filter's variables.
+func diffVars(k versionstore.ContentKey) map[string]any {
+	return map[string]any{"key": keyVar(k)}
+}
+
+// commitMetaVar is a commit as the commit variable; nil gives the empty
+// CommitMeta Nessie uses for a reference without commits.
+func commitMetaVar(c *versionstore.Commit) celCommitMeta {
+	m := celCommitMeta{
+		Authors: []string{}, AllSignedOffBy: []string{}, Properties: map[string]string{},
+		AllProperties: map[string][]string{}, ParentCommitHashes: []string{},
+	}
+	if c == nil {
+		return m
+	}
+	j := commitMeta(c)
+	m.Hash, m.Committer, m.Author, m.Message = j.Hash, j.Committer, j.Author, j.Message
+	m.Authors, m.AllSignedOffBy, m.Properties, m.AllProperties = j.Authors, j.AllSignedOffBy, j.Properties, j.AllProperties
+	m.ParentCommitHashes = j.ParentCommitHashes
+	if len(m.AllSignedOffBy) > 0 {
+		m.SignedOffBy = m.AllSignedOffBy[0]
+	}
+	m.CommitTime, m.AuthorTime = *j.CommitTime, *j.AuthorTime
+	return m
+}
+
+// commitLogVars are a commit-log filter's variables; contents are the
+// values the commit's PUTs wrote, by encoded key (nil unless the filter
+// reads them).
+func commitLogVars(c *versionstore.Commit, contents map[string]*versionstore.Content) map[string]any {
+	ops := make([]*celOperation, 0, len(c.Operations))
+	for _, op := range c.Operations {
+		kv := keyVar(op.Key)
+		o := celOperation{
+			KeyElements: kv.KeyElements, Key: kv.Key, EncodedKey: kv.EncodedKey,
+			NamespaceElements: kv.NamespaceElements, Name: kv.Name, Namespace: kv.Namespace,
+			Type: op.Kind.String(),
+		}
+		if v := contents[string(op.Key.Encode())]; v != nil && op.Kind == versionstore.OpPut {
+			o.Content = celContent{Type: v.Type.String(), ID: v.ID}
+		}
+		ops = append(ops, &o)
+	}
+	return map[string]any{"commit": commitMetaVar(c), "operations": ops}
+}
+
+// referenceVars are a reference filter's variables; head is the head
+// commit (nil for a reference without commits) and md the fetch=ALL
+// metadata (nil leaves refMeta empty, as Nessie does).
+func referenceVars(ref *versionstore.Ref, head *versionstore.Commit, md *referenceMetadata) map[string]any {
+	commit := commitMetaVar(head)
+	meta := celReferenceMetadata{CommitMetaOfHEAD: commitMetaVar(nil)}
+	if md != nil {
+		meta.CommitMetaOfHEAD = commit
+		meta.CommonAncestorHash = md.CommonAncestorHash
+		if md.NumCommitsAhead != nil {
+			meta.NumCommitsAhead = int64(*md.NumCommitsAhead)
+		}
+		if md.NumCommitsBehind != nil {
+			meta.NumCommitsBehind = int64(*md.NumCommitsBehind)
+		}
+		if md.NumTotalCommits != nil {
+			meta.NumTotalCommits = *md.NumTotalCommits
 		}
 	}
-	return append(out, token{kind: tokEOF, text: "end of filter"}), nil
-}
-
-type parser struct {
-	toks  []token
-	pos   int
-	depth int
-}
-
-func (p *parser) peek() token { return p.toks[p.pos] }
-func (p *parser) next() token { t := p.toks[p.pos]; p.pos++; return t }
-func (p *parser) isOp(op string) bool {
-	t := p.peek()
-	return t.kind == tokOp && t.text == op
-}
-func (p *parser) expect(op string) error {
-	if !p.isOp(op) {
-		return fmt.Errorf("expected %q, found %q", op, p.peek().text)
+	return map[string]any{
+		"ref":     celReference{Name: ref.Name, Hash: ref.Head.String(), Metadata: meta},
+		"refType": ref.Type.String(),
+		"commit":  commit,
+		"refMeta": meta,
 	}
-	p.pos++
-	return nil
-}
-
-func (p *parser) enter() error {
-	p.depth++
-	if p.depth > maxFilterDepth {
-		return fmt.Errorf("nested deeper than %d", maxFilterDepth)
-	}
-	return nil
-}
-
-func (p *parser) or() (node, error) {
-	if err := p.enter(); err != nil {
-		return nil, err
-	}
-	defer func() { p.depth-- }()
-	l, err := p.and()
-	for err == nil && p.isOp("||") {
-		p.pos++
-		var r node
-		if r, err = p.and(); err == nil {
-			l = logicNode{or: true, l: l, r: r}
-		}
-	}
-	return l, err
-}
-
-func (p *parser) and() (node, error) {
-	l, err := p.unary()
-	for err == nil && p.isOp("&&") {
-		p.pos++
-		var r node
-		if r, err = p.unary(); err == nil {
-			l = logicNode{l: l, r: r}
-		}
-	}
-	return l, err
-}
-
-func (p *parser) unary() (node, error) {
-	if p.isOp("!") {
-		p.pos++
-		if err := p.enter(); err != nil {
-			return nil, err
-		}
-		defer func() { p.depth-- }()
-		n, err := p.unary()
-		return notNode{n}, err
-	}
-	return p.compare()
-}
-
-func (p *parser) compare() (node, error) {
-	l, err := p.postfix()
-	if err != nil {
-		return nil, err
-	}
-	t := p.peek()
-	if t.kind == tokOp && (t.text == "==" || t.text == "!=" || t.text == "<" || t.text == "<=" || t.text == ">" || t.text == ">=") ||
-		t.kind == tokIdent && t.text == "in" {
-		p.pos++
-		r, err := p.postfix()
-		if err != nil {
-			return nil, err
-		}
-		return cmpNode{op: t.text, l: l, r: r}, nil
-	}
-	return l, nil
-}
-
-func (p *parser) postfix() (node, error) {
-	n, err := p.primary()
-	for err == nil && p.isOp(".") {
-		p.pos++
-		m := p.next()
-		if m.kind != tokIdent {
-			return nil, fmt.Errorf("expected a method name, found %q", m.text)
-		}
-		if err = p.expect("("); err != nil {
-			return nil, err
-		}
-		var arg node
-		if arg, err = p.or(); err != nil {
-			return nil, err
-		}
-		if err = p.expect(")"); err != nil {
-			return nil, err
-		}
-		switch m.text {
-		case "startsWith", "endsWith", "contains":
-			n = methodNode{name: m.text, recv: n, arg: arg}
-		case "matches":
-			lit, ok := arg.(litNode)
-			s, isStr := lit.v.(string)
-			if !ok || !isStr {
-				return nil, fmt.Errorf("matches() needs a string literal")
-			}
-			re, rerr := regexp.Compile(s)
-			if rerr != nil {
-				return nil, fmt.Errorf("bad regular expression %q: %v", s, rerr)
-			}
-			n = matchNode{recv: n, re: re}
-		default:
-			return nil, fmt.Errorf("unknown method %s()", m.text)
-		}
-	}
-	return n, err
-}
-
-func (p *parser) primary() (node, error) {
-	t := p.next()
-	switch t.kind {
-	case tokString, tokInt:
-		return litNode{t.val}, nil
-	case tokIdent:
-		switch t.text {
-		case "true":
-			return litNode{true}, nil
-		case "false":
-			return litNode{false}, nil
-		}
-		name := t.text
-		// A dotted variable name continues while the next identifier is
-		// not a method call.
-		for p.isOp(".") && p.toks[p.pos+1].kind == tokIdent && !(p.toks[p.pos+2].kind == tokOp && p.toks[p.pos+2].text == "(") {
-			name += "." + p.toks[p.pos+1].text
-			p.pos += 2
-		}
-		return varNode{name}, nil
-	case tokOp:
-		switch t.text {
-		case "(":
-			n, err := p.or()
-			if err != nil {
-				return nil, err
-			}
-			return n, p.expect(")")
-		case "[":
-			var items listNode
-			for !p.isOp("]") {
-				n, err := p.or()
-				if err != nil {
-					return nil, err
-				}
-				items = append(items, n)
-				if !p.isOp(",") {
-					break
-				}
-				p.pos++
-			}
-			return items, p.expect("]")
-		}
-	}
-	return nil, fmt.Errorf("unexpected %q", t.text)
-}
-
-type litNode struct{ v any }
-
-func (n litNode) eval(filterVars) (any, error) { return n.v, nil }
-
-type varNode struct{ name string }
-
-func (n varNode) eval(v filterVars) (any, error) {
-	x, ok := v[n.name]
-	if !ok {
-		return nil, fmt.Errorf("unknown variable %q", n.name)
-	}
-	return x, nil
-}
-
-type listNode []node
-
-func (n listNode) eval(v filterVars) (any, error) {
-	out := make([]any, 0, len(n))
-	for _, e := range n {
-		x, err := e.eval(v)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, x)
-	}
-	return out, nil
-}
-
-type logicNode struct {
-	or   bool
-	l, r node
-}
-
-func (n logicNode) eval(v filterVars) (any, error) {
-	l, err := evalBool(n.l, v)
-	if err != nil {
-		return nil, err
-	}
-	if l == n.or { // short-circuit: true || ..., false && ...
-		return l, nil
-	}
-	return evalBool(n.r, v)
-}
-
-type notNode struct{ n node }
-
-func (n notNode) eval(v filterVars) (any, error) {
-	b, err := evalBool(n.n, v)
-	return !b, err
-}
-
-func evalBool(n node, v filterVars) (bool, error) {
-	x, err := n.eval(v)
-	if err != nil {
-		return false, err
-	}
-	b, ok := x.(bool)
-	if !ok {
-		return false, fmt.Errorf("%v is not a boolean", x)
-	}
-	return b, nil
-}
-
-type cmpNode struct {
-	op   string
-	l, r node
-}
-
-func (n cmpNode) eval(v filterVars) (any, error) {
-	l, err := n.l.eval(v)
-	if err != nil {
-		return nil, err
-	}
-	r, err := n.r.eval(v)
-	if err != nil {
-		return nil, err
-	}
-	switch n.op {
-	case "==":
-		return l == r, nil
-	case "!=":
-		return l != r, nil
-	case "in":
-		list, ok := r.([]any)
-		if !ok {
-			return nil, fmt.Errorf("the right side of 'in' must be a list")
-		}
-		for _, x := range list {
-			if x == l {
-				return true, nil
-			}
-		}
-		return false, nil
-	}
-	var c int
-	switch lv := l.(type) {
-	case string:
-		rv, ok := r.(string)
-		if !ok {
-			return nil, fmt.Errorf("cannot compare %v with %v", l, r)
-		}
-		c = strings.Compare(lv, rv)
-	case int64:
-		rv, ok := r.(int64)
-		if !ok {
-			return nil, fmt.Errorf("cannot compare %v with %v", l, r)
-		}
-		c = cmp.Compare(lv, rv)
-	default:
-		return nil, fmt.Errorf("cannot order %v", l)
-	}
-	switch n.op {
-	case "<":
-		return c < 0, nil
-	case "<=":
-		return c <= 0, nil
-	case ">":
-		return c > 0, nil
-	default:
-		return c >= 0, nil
-	}
-}
-
-type methodNode struct {
-	name      string
-	recv, arg node
-}
-
-func (n methodNode) eval(v filterVars) (any, error) {
-	r, err := n.recv.eval(v)
-	if err != nil {
-		return nil, err
-	}
-	a, err := n.arg.eval(v)
-	if err != nil {
-		return nil, err
-	}
-	rs, ok1 := r.(string)
-	as, ok2 := a.(string)
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("%s() works on strings", n.name)
-	}
-	switch n.name {
-	case "startsWith":
-		return strings.HasPrefix(rs, as), nil
-	case "endsWith":
-		return strings.HasSuffix(rs, as), nil
-	default:
-		return strings.Contains(rs, as), nil
-	}
-}
-
-type matchNode struct {
-	recv node
-	re   *regexp.Regexp
-}
-
-func (n matchNode) eval(v filterVars) (any, error) {
-	r, err := n.recv.eval(v)
-	if err != nil {
-		return nil, err
-	}
-	s, ok := r.(string)
-	if !ok {
-		return nil, fmt.Errorf("matches() works on strings")
-	}
-	return n.re.MatchString(s), nil
 }

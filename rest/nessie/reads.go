@@ -26,19 +26,6 @@ type entriesResponse struct {
 	Token              string        `json:"token,omitempty"`
 }
 
-// entryVars are an entry filter's variables. entry.namespace and
-// entry.encodedKey use the legacy key encoding, as Nessie's CEL filters do.
-func entryVars(k versionstore.ContentKey, t versionstore.ContentType, id string) filterVars {
-	ns := ""
-	if p := k.Parent(); p != nil {
-		ns = encodeKeyLegacy(p)
-	}
-	return filterVars{
-		"entry.namespace": ns, "entry.contentType": t.String(), "entry.name": k[len(k)-1],
-		"entry.encodedKey": encodeKeyLegacy(k), "entry.key": encodeKeyLegacy(k), "entry.contentId": id,
-	}
-}
-
 func (a *api) getEntries(r *http.Request) (any, error) {
 	res, err := a.resolveRead(r, "ref")
 	if err != nil {
@@ -48,7 +35,7 @@ func (a *api) getEntries(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sel, err := keySelectionParams(r)
+	sel, err := a.keySelectionParams(r, entriesFilter)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +43,7 @@ func (a *api) getEntries(r *http.Request) (any, error) {
 	opts := versionstore.EntriesOptions{WithContent: withContent, Prefix: sel.prefix, Min: sel.min, Max: sel.max}
 	resp := entriesResponse{Entries: []entryJSON{}, EffectiveReference: effectiveRef(res)}
 	add := func(k versionstore.ContentKey, c *versionstore.Content, t versionstore.ContentType, id string) (bool, error) {
-		ok, err := f.match(entryVars(k, t, id))
+		ok, err := f.match(entryVars(k, t))
 		if err != nil || !ok {
 			return false, err
 		}
@@ -230,11 +217,6 @@ type logResponse struct {
 	Token      string         `json:"token,omitempty"`
 }
 
-func commitVars(c *versionstore.Commit) filterVars {
-	return filterVars{"commit.author": c.Author, "commit.committer": c.Committer, "commit.message": c.Message,
-		"commit.hash": c.Hash.String()}
-}
-
 func (a *api) getHistory(r *http.Request) (any, error) {
 	res, err := a.resolveRead(r, "ref")
 	if err != nil {
@@ -248,7 +230,7 @@ func (a *api) getHistory(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := compileFilter(r.URL.Query().Get("filter"))
+	f, err := a.filters.compile(commitLogFilter, r.URL.Query().Get("filter"))
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +252,7 @@ func (a *api) getHistory(r *http.Request) (any, error) {
 		}
 		scanned += len(page)
 		for _, c := range page {
-			if ok, err := f.match(commitVars(c)); err != nil {
+			if ok, err := a.matchCommit(r.Context(), f, c); err != nil {
 				return nil, err
 			} else if !ok {
 				continue
@@ -290,6 +272,28 @@ func (a *api) getHistory(r *http.Request) (any, error) {
 			return resp, nil
 		}
 	}
+}
+
+// matchCommit applies a commit-log filter, reading what the commit's PUTs
+// wrote only when the filter looks at operations' content.
+func (a *api) matchCommit(ctx context.Context, f *filter, c *versionstore.Commit) (bool, error) {
+	if f == nil {
+		return true, nil
+	}
+	var contents map[string]*versionstore.Content
+	if f.readsContent {
+		var puts []versionstore.ContentKey
+		for _, op := range c.Operations {
+			if op.Kind == versionstore.OpPut {
+				puts = append(puts, op.Key)
+			}
+		}
+		var err error
+		if contents, err = a.store.GetContents(ctx, c.Hash, puts); err != nil {
+			return false, err
+		}
+	}
+	return f.match(commitLogVars(c, contents))
 }
 
 func (a *api) logEntry(ctx context.Context, c *versionstore.Commit, all bool) (logEntryJSON, error) {
@@ -338,15 +342,6 @@ type diffResponse struct {
 	Token                  string          `json:"token,omitempty"`
 }
 
-// diffVars are a diff filter's variables, keys in the legacy encoding.
-func diffVars(k versionstore.ContentKey) filterVars {
-	ns := ""
-	if p := k.Parent(); p != nil {
-		ns = encodeKeyLegacy(p)
-	}
-	return filterVars{"key": encodeKeyLegacy(k), "encodedKey": encodeKeyLegacy(k), "namespace": ns, "name": k[len(k)-1]}
-}
-
 func (a *api) getDiff(r *http.Request) (any, error) {
 	from, err := a.resolveRead(r, "from")
 	if err != nil {
@@ -356,7 +351,7 @@ func (a *api) getDiff(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sel, err := keySelectionParams(r)
+	sel, err := a.keySelectionParams(r, diffFilter)
 	if err != nil {
 		return nil, err
 	}
@@ -408,12 +403,12 @@ type keySelection struct {
 	prefix, min, max versionstore.ContentKey
 }
 
-func keySelectionParams(r *http.Request) (sel keySelection, err error) {
+func (a *api) keySelectionParams(r *http.Request, kind filterKind) (sel keySelection, err error) {
 	q := r.URL.Query()
 	if sel.limit, sel.token, err = pageParams(r, defaultPage, 10000); err != nil {
 		return sel, err
 	}
-	if sel.filter, err = compileFilter(q.Get("filter")); err != nil {
+	if sel.filter, err = a.filters.compile(kind, q.Get("filter")); err != nil {
 		return sel, err
 	}
 	if sel.keys, err = keyParams(q["key"]); err != nil {

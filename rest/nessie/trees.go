@@ -74,7 +74,7 @@ func (a *api) listReferences(r *http.Request) (any, error) {
 		}
 		after = string(b)
 	}
-	f, err := compileFilter(r.URL.Query().Get("filter"))
+	f, err := a.filters.compile(referencesFilter, r.URL.Query().Get("filter"))
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +98,16 @@ func (a *api) listReferences(r *http.Request) (any, error) {
 			}
 		}
 		if f != nil {
-			vars, err := a.refVars(r.Context(), ref, j.Metadata)
-			if err != nil {
-				return nil, err
+			// commit is the head's CommitMeta even without fetch=ALL,
+			// where Nessie gives an empty one: a filter on it then still
+			// means what it says.
+			var head *versionstore.Commit
+			if ref.Head != versionstore.NoAncestor {
+				if head, err = a.store.ReadCommit(r.Context(), ref.Head); err != nil {
+					return nil, err
+				}
 			}
-			if ok, err := f.match(vars); err != nil {
+			if ok, err := f.match(referenceVars(ref, head, j.Metadata)); err != nil {
 				return nil, err
 			} else if !ok {
 				continue
@@ -116,26 +121,6 @@ func (a *api) listReferences(r *http.Request) (any, error) {
 		resp.References = append(resp.References, j)
 	}
 	return resp, nil
-}
-
-// refVars are the variables of a reference filter: ref, refType and, from
-// the head commit, commit.message, commit.author, commit.committer and
-// commit.hash.
-func (a *api) refVars(ctx context.Context, ref *versionstore.Ref, md *referenceMetadata) (filterVars, error) {
-	v := filterVars{"ref": ref.Name, "refType": ref.Type.String(),
-		"commit.message": "", "commit.author": "", "commit.committer": "", "commit.hash": ref.Head.String()}
-	if ref.Head != versionstore.NoAncestor {
-		c, err := a.store.ReadCommit(ctx, ref.Head)
-		if err != nil {
-			return nil, err
-		}
-		v["commit.message"], v["commit.author"], v["commit.committer"] = c.Message, c.Author, c.Committer
-	}
-	if md != nil && md.NumCommitsAhead != nil {
-		v["metadata.numCommitsAhead"] = int64(*md.NumCommitsAhead)
-		v["metadata.numCommitsBehind"] = int64(*md.NumCommitsBehind)
-	}
-	return v, nil
 }
 
 // refMetadata computes fetch=ALL metadata: commits ahead of and behind the

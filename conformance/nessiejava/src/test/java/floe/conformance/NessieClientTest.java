@@ -333,7 +333,7 @@ class NessieClientTest {
         .commit();
     EntriesResponse tables = api.getEntries().reference(head).filter("entry.contentType == 'ICEBERG_TABLE' && entry.namespace == '" + ns + "'").get();
     assertEquals(2, tables.getEntries().size());
-    List<Reference> found = api.getAllReferences().filter("ref == '" + b.getName() + "' && refType == 'BRANCH'").get().getReferences();
+    List<Reference> found = api.getAllReferences().filter("ref.name == '" + b.getName() + "' && refType == 'BRANCH'").get().getReferences();
     assertEquals(1, found.size());
     assertEquals(head.getHash(), found.get(0).getHash());
     // The branch one commit back has only the namespace.
