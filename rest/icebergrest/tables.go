@@ -173,6 +173,9 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 	if req.Schema == nil {
 		return badRequest("cannot create table %s: the schema is missing", id)
 	}
+	if err := validateCreateTable(&req); err != nil {
+		return err
+	}
 	branch, err := a.writeBranch(r, c, policy.ActionCreateTable, content(id.key(), policy.TypeTable, policy.ChangeCreate))
 	if err != nil {
 		return err
@@ -196,6 +199,9 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 	meta, err := table.NewMetadataWithUUID(req.Schema, spec, order, loc, req.Properties, tableUUID)
 	if err != nil {
 		return illegalArgument("cannot create table %s: %v", id, err)
+	}
+	if err := validateTableLayouts(nil, meta); err != nil {
+		return err
 	}
 	if p := meta.Properties()[propMetadataPath]; p != "" {
 		if _, err := c.wh.requireInside(propMetadataPath, p); err != nil {

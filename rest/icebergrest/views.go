@@ -146,6 +146,9 @@ func (a *api) createView(w http.ResponseWriter, r *http.Request) error {
 	if req.Schema == nil || req.ViewVersion == nil {
 		return badRequest("cannot create view %s: schema and view-version are required", id)
 	}
+	if err := validateCreateView(req.Location, req.Schema); err != nil {
+		return err
+	}
 	branch, err := a.writeBranch(r, c, policy.ActionCreateView, content(id.key(), policy.TypeView, policy.ChangeCreate))
 	if err != nil {
 		return err
@@ -310,6 +313,9 @@ func (a *api) replaceView(w http.ResponseWriter, r *http.Request) error {
 	}
 	if req.Identifier != nil && !slices.Equal(req.Identifier.key(), id.key()) {
 		return badRequest("the request body names view %s but the path names %s", *req.Identifier, id)
+	}
+	if err := validateViewUpdates(req.Updates); err != nil {
+		return err
 	}
 	branch, err := a.writeBranch(r, c, policy.ActionWriteView, content(id.key(), policy.TypeView, policy.ChangeUpdate))
 	if err != nil {
