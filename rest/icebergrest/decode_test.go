@@ -42,3 +42,15 @@ func TestTrailingJSON(t *testing.T) {
 		})
 	}
 }
+
+// TestHeadErrorContentType: a HEAD error has no body but the content type
+// of the error model, as the spec lists for every HEAD 404.
+func TestHeadErrorContentType(t *testing.T) {
+	e := newEnv(t)
+	for _, path := range []string{"/v1/lake/namespaces/nope", "/v1/lake/namespaces/nope/tables/t", "/v1/lake/namespaces/nope/views/v"} {
+		r := e.do(http.MethodHead, path, nil)
+		if r.status != http.StatusNotFound || r.header.Get("Content-Type") != "application/json" || len(r.body) != 0 {
+			t.Fatalf("HEAD %s: %d %q %q", path, r.status, r.header.Get("Content-Type"), r.body)
+		}
+	}
+}
