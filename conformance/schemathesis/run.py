@@ -47,24 +47,59 @@ CONFIG = HERE / "schemathesis.toml"
 CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
 
 # The stateful links: (source operation, status, target operation,
-# parameters). The Iceberg spec has none; these follow what clients do.
+# parameters, request body or None). The Iceberg spec has none; these follow
+# what clients do. A link with a body sends exactly that body (valid
+# requests, so that sequences get deep: create namespace -> create table ->
+# commit -> load); the others let schemathesis generate it.
 NS_FROM_CREATE = {"namespace": "$response.body#/namespace/0"}
 TABLE = {"namespace": "$request.path.namespace", "table": "$request.body#/name"}
 TABLE_AGAIN = {"namespace": "$request.path.namespace", "table": "$request.path.table"}
 VIEW = {"namespace": "$request.path.namespace", "view": "$request.body#/name"}
+SCHEMA = {"type": "struct", "schema-id": 0, "fields": [
+    {"id": 1, "name": "id", "type": "long", "required": True},
+    {"id": 2, "name": "ts", "type": "timestamptz", "required": False},
+    {"id": 3, "name": "data", "type": "string", "required": False}]}  # fmt: skip
+CREATE_TABLE = {
+    "name": "linked",
+    "schema": SCHEMA,
+    "partition-spec": {"spec-id": 0, "fields": [
+        {"source-id": 1, "field-id": 1000, "name": "id_bucket", "transform": "bucket[8]"},
+        {"source-id": 2, "field-id": 1001, "name": "ts_day", "transform": "day"}]},
+    "write-order": {"order-id": 1, "fields": [
+        {"source-id": 3, "transform": "truncate[4]", "direction": "asc", "null-order": "nulls-first"}]},
+    "properties": {"owner": "schemathesis"},
+}  # fmt: skip
+COMMIT = {
+    "requirements": [{"type": "assert-current-schema-id", "current-schema-id": 0}],
+    "updates": [
+        {"action": "add-schema", "schema": {**SCHEMA, "schema-id": 1, "fields": [
+            *SCHEMA["fields"], {"id": 4, "name": "extra", "type": "int", "required": False}]}},
+        {"action": "set-current-schema", "schema-id": -1},
+        {"action": "set-properties", "updates": {"commit": "schemathesis"}}],
+}  # fmt: skip
+CREATE_VIEW = {
+    "name": "linked_view",
+    "schema": SCHEMA,
+    "view-version": {"version-id": 1, "schema-id": 0, "timestamp-ms": 1700000000000, "summary": {"engine": "schemathesis"},
+                     "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}], "default-namespace": []},
+}  # fmt: skip
 LINKS = [
-    ("createNamespace", "200", op, NS_FROM_CREATE)
+    ("createNamespace", "200", op, NS_FROM_CREATE, None)
     for op in ("loadNamespaceMetadata", "namespaceExists", "updateProperties", "listTables", "createTable",
                "registerTable", "listViews", "createView", "dropNamespace")
 ] + [
-    ("createTable", "200", op, TABLE)
+    ("createNamespace", "200", "createTable", NS_FROM_CREATE, CREATE_TABLE),
+    ("createNamespace", "200", "createView", NS_FROM_CREATE, CREATE_VIEW),
+    ("createTable", "200", "updateTable", TABLE, COMMIT),
+] + [
+    ("createTable", "200", op, TABLE, None)
     for op in ("loadTable", "tableExists", "updateTable", "loadCredentials", "reportMetrics", "dropTable")
 ] + [
-    ("registerTable", "200", op, TABLE) for op in ("loadTable", "updateTable")
+    ("registerTable", "200", op, TABLE, None) for op in ("loadTable", "updateTable")
 ] + [
-    ("updateTable", "200", op, TABLE_AGAIN) for op in ("loadTable", "updateTable", "dropTable")
+    ("updateTable", "200", op, TABLE_AGAIN, None) for op in ("loadTable", "updateTable", "dropTable")
 ] + [
-    ("createView", "200", op, VIEW) for op in ("loadView", "viewExists", "replaceView", "dropView")
+    ("createView", "200", op, VIEW, None) for op in ("loadView", "viewExists", "replaceView", "dropView")
 ]  # fmt: skip
 
 
@@ -111,7 +146,7 @@ def with_links(spec: dict) -> dict:
     spec = copy.deepcopy(spec)
     errata(spec)
     ops = operations(spec)
-    for source, status, target, params in LINKS:
+    for source, status, target, params, body in LINKS:
         method, path = ops[source]
         op = spec["paths"][path][method.lower()]
         resp = op["responses"].setdefault(status, {"description": "OK"})
@@ -119,7 +154,13 @@ def with_links(spec: dict) -> dict:
             name = resp["$ref"].rsplit("/", 1)[-1]
             resp = copy.deepcopy(spec["components"]["responses"][name])
             op["responses"][status] = resp
-        resp.setdefault("links", {})[f"to_{target}"] = {"operationId": target, "parameters": params}
+        link: dict = {"operationId": target, "parameters": params}
+        name = f"to_{target}"
+        if body is not None:
+            link["requestBody"] = body
+            link["x-schemathesis"] = {"merge_body": False}
+            name += "_valid"
+        resp.setdefault("links", {})[name] = link
     return spec
 
 
