@@ -16,7 +16,41 @@ type ContentKey []string
 // the keys inside a namespace form one contiguous range.
 const keySeparator = 0x00
 
-// Validate checks the key's shape.
+// Limits on the keys of new content. They are tighter than what the
+// encoding holds (maxElementBytes, maxKeyBytes), which stay the bounds of
+// Validate and of decoding, so a key stored before these limits existed is
+// still read, listed and deleted; only a put refuses it.
+const (
+	// MaxNewKeyElementBytes bounds one element: the usual file-name limit
+	// (NAME_MAX), since APIs turn namespaces and names into directories.
+	MaxNewKeyElementBytes = 255
+	// MaxNewKeyBytes bounds the whole key, elements plus one separator
+	// between each, so that a warehouse path built from it stays well
+	// inside the usual path limit (PATH_MAX, 4096 bytes).
+	MaxNewKeyBytes = 2048
+)
+
+// ValidateNew checks a key that content is being put under: Validate's
+// rules plus the limits on new keys.
+func (k ContentKey) ValidateNew() error {
+	if err := k.Validate(); err != nil {
+		return err
+	}
+	n := len(k) - 1
+	for i, e := range k {
+		if len(e) > MaxNewKeyElementBytes {
+			return fmt.Errorf("%w: content key element %d is %d bytes, at most %d allowed", ErrInvalid, i, len(e), MaxNewKeyElementBytes)
+		}
+		n += len(e)
+	}
+	if n > MaxNewKeyBytes {
+		return fmt.Errorf("%w: content key is %d bytes (elements and separators), at most %d allowed", ErrInvalid, n, MaxNewKeyBytes)
+	}
+	return nil
+}
+
+// Validate checks the key's shape against what the store can hold; keys of
+// new content must also pass ValidateNew.
 func (k ContentKey) Validate() error {
 	if len(k) == 0 {
 		return fmt.Errorf("%w: content key has no elements", ErrInvalid)

@@ -114,7 +114,11 @@ func prepareOperations(in []Operation) ([]Operation, error) {
 	seen := make(map[string]bool, len(in))
 	out := make([]Operation, 0, len(in))
 	for _, op := range in {
-		if err := op.Key.Validate(); err != nil {
+		validate := op.Key.Validate
+		if op.Kind == OpPut {
+			validate = op.Key.ValidateNew // a delete may remove an older, longer key
+		}
+		if err := validate(); err != nil {
 			return nil, err
 		}
 		k := string(op.Key.Encode())

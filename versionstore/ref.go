@@ -64,6 +64,40 @@ func ValidateRefName(name string) error {
 	return nil
 }
 
+// ValidateNewRefName checks the name of a reference being created:
+// ValidateRefName's rule, and it must not read as a commit hash or hash
+// abbreviation (8 to 64 hex digits, see Resolve), so that hash notation can
+// never be captured by a reference. A reference created with such a name
+// before this rule existed keeps working where only a name is expected and
+// is reached explicitly as "name@" (see Resolve).
+func ValidateNewRefName(name string) error {
+	if err := ValidateRefName(name); err != nil {
+		return err
+	}
+	if LooksLikeHash(name) {
+		return fmt.Errorf("%w: invalid reference name %q: a name of 8 to 64 hex digits would read as a commit hash", ErrInvalid, name)
+	}
+	return nil
+}
+
+// LooksLikeHash reports whether s has the form of a full or abbreviated
+// commit hash: 8 to 64 hex digits.
+func LooksLikeHash(s string) bool {
+	if len(s) < minHashDigits || len(s) > 2*len(Hash{}) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9') && !('a' <= c && c <= 'f') && !('A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// minHashDigits is the shortest hash abbreviation Resolve accepts.
+const minHashDigits = 8
+
 func validRefName(name string) bool {
 	if len(name) == 0 || len(name) > maxRefNameBytes || !isLetter(name[0]) {
 		return false

@@ -16,6 +16,16 @@ type CreateRefRequest struct {
 
 // CreateRef creates a reference. Branch and tag names share one namespace.
 func (s *Store) CreateRef(ctx context.Context, req CreateRefRequest) (*Ref, error) {
+	if err := ValidateNewRefName(req.Name); err != nil {
+		return nil, err
+	}
+	return s.createRef(ctx, req)
+}
+
+// createRef creates a reference whose name passed ValidateRefName; tests
+// use it to make references that stores from before ValidateNewRefName may
+// hold.
+func (s *Store) createRef(ctx context.Context, req CreateRefRequest) (*Ref, error) {
 	if err := ValidateRefName(req.Name); err != nil {
 		return nil, err
 	}

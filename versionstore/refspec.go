@@ -24,12 +24,12 @@ type Resolved struct {
 }
 
 var (
-	hashPattern     = regexp.MustCompile(`^[0-9a-fA-F]{8,64}$`)
 	relativePattern = regexp.MustCompile(`([~^*])([^~^*]+)`)
 )
 
 // Resolve evaluates Nessie's reference notation: "name", "name@hash",
-// "@hash" (detached) or "-" (the default branch), followed by any chain of
+// "@hash" (detached), "-" (the default branch), a bare hash (as "@hash")
+// or "name@" (the reference, never a hash), followed by any chain of
 // "~N" (N-th first-parent ancestor), "^N" (N-th parent) and "*T" (the
 // newest commit at or before T, in milliseconds since the epoch or
 // RFC 3339). Abbreviated hashes of at least 8 digits are accepted.
@@ -39,8 +39,17 @@ func (s *Store) Resolve(ctx context.Context, expr string) (*Resolved, error) {
 		base, rel = expr[:i], expr[i:]
 	}
 	name, hashPart, hasHash := strings.Cut(base, "@")
-	if name == "-" || (name == "" && !hasHash) {
+	switch {
+	case name == "-" || (name == "" && !hasHash):
 		name = DefaultBranch
+	case !hasHash && LooksLikeHash(name):
+		// Hash notation never names a reference: references cannot be
+		// created with such names (ValidateNewRefName), and one created
+		// before that rule is reached as "name@".
+		name, hashPart, hasHash = "", name, true
+	case hasHash && hashPart == "" && name != "":
+		// "name@" is the reference itself, named explicitly.
+		hasHash = false
 	}
 	res := &Resolved{}
 	if name != "" {
@@ -106,7 +115,7 @@ func (s *Store) Resolve(ctx context.Context, expr string) (*Resolved, error) {
 
 // resolveHash accepts a full or abbreviated hash of an existing commit.
 func (s *Store) resolveHash(ctx context.Context, hs string) (Hash, error) {
-	if !hashPattern.MatchString(hs) {
+	if !LooksLikeHash(hs) {
 		return Hash{}, fmt.Errorf("%w: %q is not a hash of 8 to 64 hex digits", ErrInvalid, hs)
 	}
 	hs = strings.ToLower(hs)

@@ -259,6 +259,9 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 		}
 	}
 
+	if err := validateTableUpdates(req.Updates); err != nil {
+		return nil, err
+	}
 	var b *table.MetadataBuilder
 	if s.create {
 		b, err = table.NewMetadataBuilder(initialFormatVersion(req.Updates))
@@ -288,6 +291,9 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 		if next, err = b.Build(); err != nil {
 			return nil, illegalArgument("cannot create table %s: %v", id, err)
 		}
+	}
+	if err := validateTableLayouts(base, next); err != nil {
+		return nil, err
 	}
 	if s.create || next.Location() != base.Location() {
 		if _, err := wh.requireInside("table location", next.Location()); err != nil {

@@ -117,9 +117,11 @@ func classify(err error) *apiError {
 	return &apiError{status: http.StatusInternalServerError, typ: typeInternalServerError, msg: "internal error", cause: err}
 }
 
-// writeError answers with the error model. HEAD answers carry no body.
+// writeError answers with the error model. HEAD answers carry no body,
+// but the headers a GET would have (RFC 9110 9.3.2), as the spec lists.
 func writeError(w http.ResponseWriter, r *http.Request, ae *apiError) {
 	if r.Method == http.MethodHead {
+		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(ae.status)
 		return
 	}

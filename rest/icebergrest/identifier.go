@@ -34,10 +34,10 @@ func (id identifier) validate() error {
 	if id.Name == "" {
 		return badRequest("invalid identifier in namespace %s: the name is empty", dotted(id.Namespace))
 	}
-	if err := id.key().Validate(); err != nil {
-		return badRequest("invalid identifier %s: %v", id, err)
+	if err := checkObjectName(id.Name); err != nil {
+		return err
 	}
-	return nil
+	return checkNewKey("identifier", id.key())
 }
 
 func dotted(levels []string) string { return strings.Join(levels, ".") }

@@ -33,8 +33,10 @@ func decodeBody(r *http.Request, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return badRequest("malformed JSON request body: %v", err)
 	}
-	if dec.More() {
-		return badRequest("malformed JSON request body: data after the JSON value")
+	// Not dec.More(), which is false before a ']' or '}': only JSON
+	// whitespace may follow the value.
+	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return badRequest("malformed JSON request body: data after the JSON value at byte %d", len(data)-len(rest))
 	}
 	return nil
 }
@@ -123,8 +125,8 @@ func (a *api) createNamespace(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Namespace) == 0 {
 		return badRequest("cannot create a namespace with no levels")
 	}
-	if err := versionstore.ContentKey(req.Namespace).Validate(); err != nil {
-		return badRequest("invalid namespace %q: %v", dotted(req.Namespace), err)
+	if err := checkNewKey("namespace", req.Namespace); err != nil {
+		return err
 	}
 	branch, err := a.writeBranch(r, wr, policy.ActionCreateNamespace, content(req.Namespace, policy.TypeNamespace, policy.ChangeCreate))
 	if err != nil {

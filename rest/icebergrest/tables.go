@@ -78,6 +78,9 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 	if req.Schema == nil {
 		return badRequest("cannot create table %s: the schema is missing", id)
 	}
+	if err := validateCreateTable(&req); err != nil {
+		return err
+	}
 	branch, tableUUID, loc, err := a.placeNew(r, wr, id, tableKind, req.Location)
 	if err != nil {
 		return err
@@ -94,6 +97,9 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 	meta, err := table.NewMetadataWithUUID(req.Schema, spec, order, loc, req.Properties, tableUUID)
 	if err != nil {
 		return illegalArgument("cannot create table %s: %v", id, err)
+	}
+	if err := validateTableLayouts(nil, meta); err != nil {
+		return err
 	}
 	if p := meta.Properties()[icebergtable.PropMetadataPath]; p != "" {
 		if _, err := wr.wh.requireInside(icebergtable.PropMetadataPath, p); err != nil {

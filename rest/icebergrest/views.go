@@ -58,6 +58,9 @@ func (a *api) createView(w http.ResponseWriter, r *http.Request) error {
 	if req.Schema == nil || req.ViewVersion == nil {
 		return badRequest("cannot create view %s: schema and view-version are required", id)
 	}
+	if err := validateCreateView(req.Location, req.Schema); err != nil {
+		return err
+	}
 	branch, viewUUID, loc, err := a.placeNew(r, wr, id, viewKind, req.Location)
 	if err != nil {
 		return err
@@ -124,6 +127,9 @@ func (a *api) replaceView(w http.ResponseWriter, r *http.Request) error {
 	}
 	if req.Identifier != nil && !slices.Equal(req.Identifier.key(), id.key()) {
 		return badRequest("the request body names view %s but the path names %s", *req.Identifier, id)
+	}
+	if err := validateViewUpdates(req.Updates); err != nil {
+		return err
 	}
 	branch, err := a.writeBranch(r, wr, policy.ActionWriteView, content(id.key(), policy.TypeView, policy.ChangeUpdate))
 	if err != nil {

@@ -262,7 +262,7 @@ func (a *api) createReference(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := versionstore.ValidateRefName(name); err != nil {
+	if err := versionstore.ValidateNewRefName(name); err != nil {
 		return nil, err
 	}
 	var src referenceJSON
