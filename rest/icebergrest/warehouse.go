@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 
 	"github.com/floe-catalog/floe/icebergtable"
@@ -100,8 +99,6 @@ func (a *api) resolvePrefix(ctx context.Context, prefix string) (*warehouseRef, 
 	return a.resolveParts(ctx, prefix, name, ref)
 }
 
-var hashLike = regexp.MustCompile(`^[0-9a-fA-F]{8,64}$`)
-
 func (a *api) resolveParts(ctx context.Context, spec, name, refExpr string) (*warehouseRef, error) {
 	wh, ok := a.warehouses[name]
 	if !ok {
@@ -111,14 +108,9 @@ func (a *api) resolveParts(ctx context.Context, spec, name, refExpr string) (*wa
 	if refExpr == "" {
 		refExpr = versionstore.DefaultBranch
 	}
-	// A bare hash names a commit unless a reference has that name.
-	expr := refExpr
-	if hashLike.MatchString(refExpr) {
-		if _, err := a.store.GetRef(refExpr); errors.Is(err, versionstore.ErrReferenceNotFound) {
-			expr = "@" + refExpr
-		}
-	}
-	res, err := a.store.Resolve(ctx, expr)
+	// A bare hash names a commit, never a reference (the store resolves it
+	// so), so a tag named like a hash cannot stand in for that commit.
+	res, err := a.store.Resolve(ctx, refExpr)
 	if err != nil {
 		switch {
 		case errors.Is(err, versionstore.ErrReferenceNotFound):
