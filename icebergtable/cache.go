@@ -1,11 +1,6 @@
 package icebergtable
 
-import (
-	"math"
-	"sync"
-
-	"github.com/hashicorp/golang-lru/v2/simplelru"
-)
+import "github.com/floe-catalog/floe/internal/bytelru"
 
 // DefaultMetadataCacheBytes is the budget of a MetadataCache when its
 // owner configures none: enough for the hot tables of a busy catalog (a
@@ -26,27 +21,16 @@ const entryOverhead = 1 << 10
 // its raw bytes, its escaped JSON when that is a different slice, as much
 // again for the parsed form, and entryOverhead. (The snapshots=refs form,
 // made on demand, is not counted; it is smaller than the file.) A file
-// heavier than the whole budget is not cached at all.
-//
-// golang-lru's simplelru does the recency bookkeeping; it bounds entries,
-// not bytes, so the budget is enforced here by removing the oldest entries
-// after each add, under one mutex that also guards the byte count. A nil
-// *MetadataCache caches nothing.
+// heavier than the whole budget is not cached at all. A nil *MetadataCache
+// caches nothing.
 type MetadataCache struct {
-	mu       sync.Mutex
-	lru      *simplelru.LRU[string, *MetadataFile]
-	maxBytes int64
-	bytes    int64
+	lru *bytelru.Cache[string, *MetadataFile]
 }
 
 // NewMetadataCache returns a cache holding at most maxBytes (approximately;
-// see MetadataCache). maxBytes must be positive.
+// see MetadataCache). A maxBytes of zero or less caches nothing.
 func NewMetadataCache(maxBytes int64) *MetadataCache {
-	c := &MetadataCache{maxBytes: maxBytes}
-	// The entry limit is the byte budget's business; simplelru only
-	// refuses a non-positive one.
-	c.lru, _ = simplelru.NewLRU(math.MaxInt, func(_ string, f *MetadataFile) { c.bytes -= weight(f) })
-	return c
+	return &MetadataCache{lru: bytelru.New[string, *MetadataFile](bytelru.Options{MaxBytes: maxBytes})}
 }
 
 // weight is the approximate memory f holds.
@@ -62,8 +46,6 @@ func (c *MetadataCache) get(loc string) *MetadataFile {
 	if c == nil {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	f, _ := c.lru.Get(loc)
 	return f
 }
@@ -72,20 +54,7 @@ func (c *MetadataCache) add(f *MetadataFile) {
 	if c == nil {
 		return
 	}
-	w := weight(f)
-	if w > c.maxBytes {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.lru.Contains(f.Location) {
-		return // the same immutable file, read twice at once
-	}
-	c.lru.Add(f.Location, f)
-	c.bytes += w
-	for c.bytes > c.maxBytes {
-		c.lru.RemoveOldest()
-	}
+	c.lru.Add(f.Location, f, weight(f))
 }
 
 // Bytes is the summed weight of the cached files, never above the budget.
@@ -93,9 +62,7 @@ func (c *MetadataCache) Bytes() int64 {
 	if c == nil {
 		return 0
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.bytes
+	return c.lru.Bytes()
 }
 
 // Len is the number of cached files.
@@ -103,7 +70,5 @@ func (c *MetadataCache) Len() int {
 	if c == nil {
 		return 0
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	return c.lru.Len()
 }

@@ -4,13 +4,24 @@ import (
 	"bytes"
 	"encoding/json"
 	"sync"
+	"unsafe"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/floe-catalog/floe/internal/bytelru"
 )
 
 // DefaultDecisionCacheSize is how many distinct inputs an engine
 // remembers the decision of, per bundle activation.
 const DefaultDecisionCacheSize = 4096
+
+// decisionCacheBytes bounds the memory of one activation's decision cache
+// whatever its entry count: a key is a whole input document, and a merge
+// touching many tables makes a large one.
+const decisionCacheBytes = 16 << 20
+
+// decisionEntryOverhead approximates one entry's bookkeeping.
+const decisionEntryOverhead = 96
 
 // decisionCache remembers decisions of one activated bundle. Commits to a
 // branch ask the same question again and again (same principal, action,
@@ -18,15 +29,12 @@ const DefaultDecisionCacheSize = 4096
 // objects per evaluation; a hit costs a map lookup. It is only used for
 // bundles whose decisions are a function of input and bundle alone
 // (cacheable), and it dies with its activation, so a new bundle never
-// sees an old answer. Eviction is FIFO: cheap, and enough for a working
-// set that is small next to the capacity.
+// sees an old answer. It evicts the least recently used decision when
+// either its entry count or decisionCacheBytes is exceeded.
 type decisionCache struct {
-	mu    sync.Mutex
-	byKey map[string]cachedDecision
-	ring  []string // keys in insertion order, for eviction
-	next  int
-	// encoders hold keyEncoders: a lookup with string(key) does not
-	// copy, so a hit allocates nothing for its key.
+	lru *bytelru.Cache[string, cachedDecision]
+	// encoders hold keyEncoders: a lookup by the encoder's bytes does not
+	// copy them, so a hit allocates nothing for its key.
 	encoders sync.Pool
 }
 
@@ -36,7 +44,9 @@ type cachedDecision struct {
 }
 
 func newDecisionCache(size int) *decisionCache {
-	c := &decisionCache{byKey: make(map[string]cachedDecision, size), ring: make([]string, size)}
+	c := &decisionCache{lru: bytelru.New[string, cachedDecision](bytelru.Options{
+		MaxBytes: decisionCacheBytes, MaxEntries: size,
+	})}
 	c.encoders.New = func() any {
 		k := &keyEncoder{}
 		k.enc = json.NewEncoder(&k.buf)
@@ -46,11 +56,15 @@ func newDecisionCache(size int) *decisionCache {
 	return c
 }
 
+// get looks key up. The string it looks up by shares key's bytes, which is
+// safe because the cache only hashes and compares it during the call (it
+// keeps the string it was given at put) and the caller does not change key
+// meanwhile; it saves copying a whole input document per decision.
 func (c *decisionCache) get(key []byte) (cachedDecision, bool) {
-	c.mu.Lock()
-	d, ok := c.byKey[string(key)]
-	c.mu.Unlock()
-	return d, ok
+	if len(key) == 0 {
+		return c.lru.Get("")
+	}
+	return c.lru.Get(unsafe.String(&key[0], len(key)))
 }
 
 func (c *decisionCache) encoder() *keyEncoder { return c.encoders.Get().(*keyEncoder) }
@@ -62,17 +76,11 @@ func (c *decisionCache) release(k *keyEncoder) {
 }
 
 func (c *decisionCache) put(key string, d cachedDecision) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.byKey[key]; ok {
-		return
+	size := int64(decisionEntryOverhead + len(key))
+	for _, r := range d.reasons {
+		size += int64(len(r)) + 16
 	}
-	if old := c.ring[c.next]; old != "" {
-		delete(c.byKey, old)
-	}
-	c.ring[c.next] = key
-	c.next = (c.next + 1) % len(c.ring)
-	c.byKey[key] = d
+	c.lru.Add(key, d, size)
 }
 
 // cacheable reports whether every decision of the compiled modules is a

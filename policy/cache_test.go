@@ -287,14 +287,31 @@ func TestDecisionCacheEviction(t *testing.T) {
 	c.put("b", cachedDecision{})
 	c.put("c", cachedDecision{})
 	if _, ok := c.get([]byte("a")); ok {
-		t.Error("the oldest entry survived a full cache")
+		t.Error("the least recently used entry survived a full cache")
 	}
 	for _, k := range []string{"b", "c"} {
 		if _, ok := c.get([]byte(k)); !ok {
 			t.Errorf("%s was evicted", k)
 		}
 	}
-	if len(c.byKey) != 2 {
-		t.Errorf("cache holds %d entries, want 2", len(c.byKey))
+	if n := c.lru.Len(); n != 2 {
+		t.Errorf("cache holds %d entries, want 2", n)
+	}
+}
+
+// TestDecisionCacheBoundedByBytes: large inputs (a merge touching many
+// tables) cannot grow one activation's cache past its byte budget,
+// whatever the entry count allows.
+func TestDecisionCacheBoundedByBytes(t *testing.T) {
+	c := newDecisionCache(1 << 20)
+	key := strings.Repeat("k", 64<<10)
+	for i := range 1000 {
+		c.put(fmt.Sprintf("%d%s", i, key), cachedDecision{reasons: []string{"denied"}})
+	}
+	if b := c.lru.Bytes(); b > decisionCacheBytes {
+		t.Fatalf("the cache holds %d bytes, budget %d", b, decisionCacheBytes)
+	}
+	if n := c.lru.Len(); n == 0 || n >= 1000 {
+		t.Fatalf("the cache holds %d entries of 64 KiB; want some, not all", n)
 	}
 }

@@ -12,8 +12,8 @@ func TestObjectCacheBoundedByBytes(t *testing.T) {
 	for i := range 8 {
 		c.add(h(i), i, size)
 	}
-	if c.bytes != 8000 {
-		t.Fatalf("cache holds %d bytes, want 8000", c.bytes)
+	if c.bytes() != 8000 {
+		t.Fatalf("cache holds %d bytes, want 8000", c.bytes())
 	}
 	if _, ok := c.get(h(0)); !ok { // 0 is now the most recent
 		t.Fatal("entry 0 missing before the cache was full")
@@ -27,12 +27,12 @@ func TestObjectCacheBoundedByBytes(t *testing.T) {
 			t.Fatalf("entry %d: %v, %v", i, v, ok)
 		}
 	}
-	if c.bytes > c.maxBytes {
-		t.Fatalf("cache holds %d bytes, more than its %d", c.bytes, c.maxBytes)
+	if c.bytes() > c.maxBytes {
+		t.Fatalf("cache holds %d bytes, more than its %d", c.bytes(), c.maxBytes)
 	}
 	c.add(h(4), 4, size) // again: no double count
-	if c.bytes != 8000 {
-		t.Fatalf("re-adding an entry changed the size to %d", c.bytes)
+	if c.bytes() != 8000 {
+		t.Fatalf("re-adding an entry changed the size to %d", c.bytes())
 	}
 	c.add(h(9), 9, 900) // more than an eighth of the budget
 	if _, ok := c.get(h(9)); ok {
