@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"slices"
+	"time"
 
 	"github.com/floe-catalog/floe/versionstore/backend"
 )
@@ -238,6 +240,15 @@ func (s *Store) launch(p *preparedRound) *preparedRound {
 // process moved the reference.
 const maxBackendRetries = 8
 
+// backendRetryPause is how long the committer waits before its n-th retry
+// (n from 1) after another process moved the reference: uniformly random
+// up to 1ms·2^(n-1), at most 64ms, so that replicas contending for one
+// branch fall out of step.
+func backendRetryPause(n int) time.Duration {
+	limit := time.Millisecond << min(n-1, 6)
+	return rand.N(limit)
+}
+
 // preparedRound is a round applied in memory, with the batch that makes it
 // durable.
 type preparedRound struct {
@@ -417,6 +428,11 @@ func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 		case errors.Is(err, backend.ErrRefConflict) && retries < maxBackendRetries:
 			retries++
 			s.stats.BackendRetries.Add(1)
+			// Another process is committing to this ref right now; reloading
+			// at once mostly reads a head its next batch is about to replace,
+			// so the round would lose every retry in a row. A random pause,
+			// growing with each retry, lets that batch land first.
+			time.Sleep(backendRetryPause(retries))
 			if err := s.reloadRef(name); err != nil {
 				return s.failRound(name, q, p, err)
 			}

@@ -228,6 +228,12 @@ func TestReplicasCommitConcurrently(t *testing.T) {
 	for _, err := range others {
 		t.Error(err)
 	}
+	// Without the random pause between retries, 2-4% of these commits
+	// (whole rounds) ran out of retries; with it, none did in 35 runs.
+	// One round's worth is tolerated, so the test is not flaky.
+	if len(exhausted) > writers {
+		t.Errorf("%d commits ran out of retries; at most one round (%d) may", len(exhausted), writers)
+	}
 	// A third replica sees exactly the acknowledged commits.
 	s3, err := Open(t.Context(), sharedBackend{s1.be.(*faultBackend).Backend}, Options{})
 	if err != nil {
