@@ -47,6 +47,7 @@ trap cleanup EXIT
 start() {
 	local name="$1"
 	shift
+	: >"$tmp/$name.log" # exists before the loop below reads it
 	"$floe" serve --addr 127.0.0.1:0 --data-dir "$tmp/$name/data" --warehouse "$tmp/$name/warehouse" "$@" >"$tmp/$name.log" 2>&1 &
 	local pid=$!
 	pids+=("$pid")
