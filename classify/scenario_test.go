@@ -13,6 +13,7 @@ package classify_test
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,6 +85,8 @@ func (d *scenario) run(t *testing.T, td *datadriven.TestData) string {
 		d.compact(t, td)
 	case "alter":
 		d.alter(t, td)
+	case "rollback":
+		d.rollback(t, td)
 	case "drop":
 		if err := d.catalog(t, optArg(td, "on", versionstore.DefaultBranch)).DropTable(t.Context(), ident(arg(t, td, "table"))); err != nil {
 			td.Fatalf(t, "drop: %v", err)
@@ -319,6 +322,20 @@ func (d *scenario) compact(t *testing.T, td *datadriven.TestData) {
 	}
 }
 
+// rollback on=BRANCH table=T: the table's main ref back to its first
+// snapshot.
+func (d *scenario) rollback(t *testing.T, td *datadriven.TestData) {
+	tbl := d.load(t, td)
+	snaps := tbl.Metadata().Snapshots()
+	tx := tbl.NewTransaction()
+	if err := tx.RollbackToSnapshot(snaps[0].SnapshotID); err != nil {
+		td.Fatalf(t, "rollback: %v", err)
+	}
+	if _, err := tx.Commit(t.Context()); err != nil {
+		td.Fatalf(t, "rollback: %v", err)
+	}
+}
+
 // alter on=BRANCH table=T (add-column=NAME | rename=OLD:NEW | promote=n |
 // spec=bucket | property=K:V)
 func (d *scenario) alter(t *testing.T, td *datadriven.TestData) {
@@ -386,11 +403,13 @@ func (d *scenario) classifyTable(t *testing.T, td *datadriven.TestData) string {
 	return render(res)
 }
 
+var longNumber = regexp.MustCompile(`[0-9]{6,}`)
+
 // render writes the parts of a classification that do not depend on
 // random ids and file names.
 func render(r *classify.Table) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "class: %s\nreason: %s\n", r.Class, r.Reason)
+	fmt.Fprintf(&b, "class: %s\nreason: %s\n", r.Class, longNumber.ReplaceAllString(r.Reason, "<id>"))
 	side := func(name string, s classify.Side) {
 		if !s.Changed {
 			fmt.Fprintf(&b, "%s: unchanged\n", name)
