@@ -218,29 +218,33 @@ func fileConflicts(src, tgt *sideChanges, tgtMeta table.Metadata) ([]string, str
 		why = append(why, fmt.Sprintf("the source removed or rewrote data files %d delete file(s) of the target apply to", len(o)))
 	}
 	var serial []string
+	serialParts := map[Partition]bool{}
 	for part, ops := range src.rowDeletes {
 		if !tgt.dataAddedParts[part] {
 			continue
 		}
 		if prop, ok := serializable(tgtMeta, ops); ok {
 			serial = append(serial, part.String()+" ("+prop+")")
+			serialParts[part] = true
 		}
 	}
 	if len(serial) > 0 {
 		slices.Sort(serial)
 		why = append(why, "under serializable isolation the source's delete or overwrite must see the rows the target appended in "+strings.Join(serial, ", "))
-		for _, f := range src.removedList() {
-			for _, s := range serial {
-				if strings.HasPrefix(s, f.Partition.String()+" (") {
-					files = append(files, f.Path)
-					break
+		// The source's files behind those deletes: the data files it
+		// removed and the delete files it added there.
+		var behind []string
+		for _, m := range []map[string]File{src.removed, src.deletesAdded} {
+			for p, f := range m {
+				if serialParts[f.Partition] {
+					behind = append(behind, p)
 				}
 			}
 		}
-		if len(files) == 0 {
-			files = append(files, serial...)
-		}
+		slices.Sort(behind)
+		files = append(files, behind...)
 	}
+	slices.Sort(files)
 	files = slices.Compact(files)
 	return files, strings.Join(why, "; ")
 }

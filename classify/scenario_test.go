@@ -337,7 +337,7 @@ func (d *scenario) rollback(t *testing.T, td *datadriven.TestData) {
 }
 
 // alter on=BRANCH table=T (add-column=NAME | rename=OLD:NEW | promote=n |
-// spec=bucket | property=K:V)
+// identifier=COLUMN | sort=id | spec=bucket | property=K:V)
 func (d *scenario) alter(t *testing.T, td *datadriven.TestData) {
 	tbl := d.load(t, td)
 	tx := tbl.NewTransaction()
@@ -353,6 +353,14 @@ func (d *scenario) alter(t *testing.T, td *datadriven.TestData) {
 			FieldType: iceberg.Optional[iceberg.Type]{Valid: true, Val: iceberg.PrimitiveTypes.Int64}}).Commit()
 	case "spec":
 		err = tx.UpdateSpec(true).AddField("id", iceberg.BucketTransform{NumBuckets: 4}, "id_bucket").Commit()
+	case "identifier":
+		err = tx.UpdateSchema(true, false).SetIdentifierField([][]string{{a.Vals[0]}}).Commit()
+	case "sort":
+		var order table.SortOrder
+		order, err = table.NewSortOrder(1, []table.SortField{{SourceIDs: []int{1}, Transform: iceberg.IdentityTransform{}, Direction: table.SortASC, NullOrder: table.NullsFirst}})
+		if err == nil {
+			err = tx.ReplaceSortOrder(order)
+		}
 	case "property":
 		k, v, _ := strings.Cut(a.Vals[0], ":")
 		err = tx.SetProperties(iceberg.Properties{k: v})
