@@ -147,6 +147,11 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	if err != nil {
 		return nil, &ServiceError{Service: "iceberg REST API", Err: err}
 	}
+	if nessieDeps.Classifier == nil {
+		if nessieDeps.Classifier, err = newClassifier(cfg.Iceberg); err != nil {
+			return nil, &ServiceError{Service: "merge classification", Err: err}
+		}
+	}
 	// The Nessie API keeps no state of its own beyond its Deps: Register
 	// only wraps handlers around the store and the guard built above.
 

@@ -88,7 +88,10 @@ func newMergeCommand() *cobra.Command {
 		Short: "Merge a reference into a branch",
 		Long: "Merge the commits of SRC (a branch, tag, name@hash or @hash) that the target\n" +
 			"branch lacks into it. Conflicting keys fail the merge, listed with their\n" +
-			"conflict type, unless --mode or --default-mode says to FORCE or DROP them.",
+			"conflict type, unless --mode or --default-mode says to FORCE or DROP them.\n" +
+			"With --dry-run, each Iceberg table changed on both sides is classified\n" +
+			"(fast-forward, disjoint, partition-overlap, file-conflict, structural) with\n" +
+			"the partitions and files each side touched.",
 		Args: cobra.ExactArgs(1),
 		RunE: f.run(func(ctx context.Context, cl *nessieclient.Client, out io.Writer, args []string) error {
 			var req nessieclient.MergeRequest
@@ -104,11 +107,22 @@ func newMergeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// A dry run shows what would conflict and floe's classification
+			// of each table changed on both sides, then fails as a real
+			// merge would.
+			req.ReturnConflictAsResult, req.Classify = m.dryRun, m.dryRun
 			res, err := cl.Merge(ctx, target.Name, target.Hash, req)
 			if err != nil {
 				return fmt.Errorf("merge %s into %s: %w", args[0], target.Name, err)
 			}
-			return printMerge(out, f.json, m.dryRun, "merge "+args[0]+" into "+target.Name, target, res)
+			what := "merge " + args[0] + " into " + target.Name
+			if err := printMerge(out, f.json, m.dryRun, what, target, res); err != nil {
+				return err
+			}
+			if !res.WasSuccessful {
+				return fmt.Errorf("%s would fail (REFERENCE_CONFLICT): %s", what, conflictList(res))
+			}
+			return nil
 		}),
 	}
 	f.register(cmd)
@@ -177,5 +191,108 @@ func printMerge(out io.Writer, asJSON, dryRun bool, what string, target *nessiec
 		}
 		t.row(d.Key.String(), d.MergeBehavior, conflict)
 	}
-	return t.flush()
+	if err := t.flush(); err != nil {
+		return err
+	}
+	return printClassifications(out, res)
+}
+
+// conflictList names each conflicting key with its conflict type.
+func conflictList(res *nessieclient.MergeResponse) string {
+	var parts []string
+	for _, d := range res.Details {
+		if d.Conflict != nil {
+			parts = append(parts, d.Key.String()+" "+d.Conflict.ConflictType)
+		}
+	}
+	return "conflicts: " + strings.Join(parts, ", ")
+}
+
+// printClassifications shows floe's classification of the tables changed
+// on both sides: per table and side, the snapshots added, the partitions
+// touched and the files added and removed; then why each table is in its
+// class.
+func printClassifications(out io.Writer, res *nessieclient.MergeResponse) error {
+	var cs []*nessieclient.Classification
+	for _, d := range res.Details {
+		if d.FloeClassification != nil {
+			cs = append(cs, d.FloeClassification)
+		}
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	fmt.Fprintln(out, "\nTables changed on both sides:")
+	t := newTable(out, "TABLE", "CLASS", "SIDE", "SNAPSHOTS", "PARTITIONS", "DATA-FILES", "DELETE-FILES")
+	for _, c := range cs {
+		name := nessieclient.ContentKey{Elements: c.Key}.String()
+		for i, side := range []struct {
+			name string
+			s    nessieclient.ClassificationSide
+		}{{"source", c.Source}, {"target", c.Target}} {
+			tbl, class := name, c.Class
+			if i > 0 {
+				tbl, class = "", ""
+			}
+			t.row(tbl, class, side.name, snapshotOps(side.s), partitionNames(side.s.Partitions),
+				fileCounts(side.s.DataFiles, true), fileCounts(side.s.DeleteFiles, false))
+		}
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	for _, c := range cs {
+		fmt.Fprintf(out, "%s: %s: %s\n", nessieclient.ContentKey{Elements: c.Key}.String(), c.Class, c.Reason)
+	}
+	return nil
+}
+
+// snapshotOps summarizes a side's snapshots: "2 (append, overwrite)".
+func snapshotOps(s nessieclient.ClassificationSide) string {
+	if !s.Changed {
+		return "unchanged"
+	}
+	seen := map[string]bool{}
+	var ops []string
+	for _, sn := range s.Snapshots {
+		if !seen[sn.Operation] {
+			seen[sn.Operation] = true
+			ops = append(ops, sn.Operation)
+		}
+	}
+	if len(ops) == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (%s)", len(s.Snapshots), strings.Join(ops, ", "))
+}
+
+func partitionNames(ps []nessieclient.TablePartition) string {
+	const shown = 3
+	var names []string
+	for i, p := range ps {
+		if i == shown {
+			names = append(names, fmt.Sprintf("+%d more", len(ps)-shown))
+			break
+		}
+		n := p.Path
+		if n == "" {
+			n = "(unpartitioned)"
+		}
+		if p.SpecID != 0 {
+			n += fmt.Sprintf("[spec %d]", p.SpecID)
+		}
+		names = append(names, n)
+	}
+	if len(names) == 0 {
+		return "-"
+	}
+	return strings.Join(names, " ")
+}
+
+// fileCounts renders "+2 (5 rows) -1 (2 rows)"; rows only for data files.
+func fileCounts(f nessieclient.FileChangeCounts, rows bool) string {
+	if !rows {
+		return fmt.Sprintf("+%d -%d", f.AddedCount, f.RemovedCount)
+	}
+	return fmt.Sprintf("+%d (%d rows) -%d (%d rows)", f.AddedCount, f.AddedRecords, f.RemovedCount, f.RemovedRecords)
 }

@@ -317,7 +317,11 @@ func (c *Client) Diff(ctx context.Context, from, to string) (*Diff, error) {
 // Merge merges into branch, which must be at expectedHash.
 func (c *Client) Merge(ctx context.Context, branch, expectedHash string, req MergeRequest) (*MergeResponse, error) {
 	var r MergeResponse
-	if err := c.do(ctx, http.MethodPost, "/trees/"+seg(branch+"@"+expectedHash)+"/history/merge", nil, req, &r); err != nil {
+	var q url.Values
+	if req.Classify {
+		q = url.Values{"floe-classification": {"true"}}
+	}
+	if err := c.do(ctx, http.MethodPost, "/trees/"+seg(branch+"@"+expectedHash)+"/history/merge", q, req, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil

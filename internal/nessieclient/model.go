@@ -143,6 +143,12 @@ type MergeRequest struct {
 	KeyMergeModes       []KeyMergeMode `json:"keyMergeModes,omitempty"`
 	DefaultKeyMergeMode string         `json:"defaultKeyMergeMode,omitempty"`
 	DryRun              bool           `json:"dryRun,omitempty"`
+	// ReturnConflictAsResult makes a conflict a response whose
+	// WasSuccessful is false instead of an error.
+	ReturnConflictAsResult bool `json:"returnConflictAsResult,omitempty"`
+	// Classify asks floe for its classification of each Iceberg table
+	// changed on both sides (dry-run merges only; not part of the body).
+	Classify bool `json:"-"`
 }
 
 // MergeDetail is what a merge did, or would do, to one key.
@@ -150,6 +156,49 @@ type MergeDetail struct {
 	Key           ContentKey `json:"key"`
 	MergeBehavior string     `json:"mergeBehavior"`
 	Conflict      *Conflict  `json:"conflict,omitempty"`
+	// FloeClassification is floe's classification of the table, when
+	// the request asked for it (MergeRequest.Classify).
+	FloeClassification *Classification `json:"floeClassification,omitempty"`
+}
+
+// Classification is what floe found two branches did to an Iceberg table
+// since their merge base: the parts of floe's classification document
+// (classify/README.md in floe's source) the CLI shows.
+type Classification struct {
+	Key              []string           `json:"key"`
+	Class            string             `json:"class"`
+	Reason           string             `json:"reason"`
+	Source           ClassificationSide `json:"source"`
+	Target           ClassificationSide `json:"target"`
+	CommonPartitions []TablePartition   `json:"commonPartitions"`
+	ConflictingFiles []string           `json:"conflictingFiles"`
+}
+
+// ClassificationSide is what one branch did to the table.
+type ClassificationSide struct {
+	Changed   bool `json:"changed"`
+	Snapshots []struct {
+		SnapshotID int64  `json:"snapshotId"`
+		Operation  string `json:"operation"`
+	} `json:"snapshots"`
+	StructuralChanges []string         `json:"structuralChanges"`
+	Partitions        []TablePartition `json:"partitions"`
+	DataFiles         FileChangeCounts `json:"dataFiles"`
+	DeleteFiles       FileChangeCounts `json:"deleteFiles"`
+}
+
+// TablePartition is one partition of a spec, e.g. day=2026-08-20.
+type TablePartition struct {
+	SpecID int32  `json:"specId"`
+	Path   string `json:"path"`
+}
+
+// FileChangeCounts count the files a side added and removed.
+type FileChangeCounts struct {
+	AddedCount     int   `json:"addedCount"`
+	RemovedCount   int   `json:"removedCount"`
+	AddedRecords   int64 `json:"addedRecords"`
+	RemovedRecords int64 `json:"removedRecords"`
 }
 
 // MergeResponse is the outcome of a merge or transplant.

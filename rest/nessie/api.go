@@ -52,6 +52,10 @@ type Deps struct {
 	// Guard asks the policy engine about every read and write; nil allows
 	// everything.
 	Guard *authz.Guard
+	// Classifier, if set, classifies the Iceberg tables a dry-run merge
+	// finds changed on both sides (classification.go); nil reports plain key
+	// conflicts, as Nessie does.
+	Classifier Classifier
 }
 
 type api struct {
@@ -60,6 +64,7 @@ type api struct {
 	principal func(*http.Request) string
 	guard     *authz.Guard
 	filters   *filterCompiler
+	classify  Classifier
 }
 
 // Register adds the Nessie API v2 routes under Prefix to r. The router must
@@ -73,7 +78,7 @@ func Register(r *mux.Router, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	a := &api{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, filters: filters}
+	a := &api{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, filters: filters, classify: deps.Classifier}
 	if a.logger == nil {
 		a.logger = slog.New(slog.DiscardHandler)
 	}

@@ -19,6 +19,12 @@
 // of any one key writes nothing. Denials are 403 FORBIDDEN with the
 // policy's reasons.
 //
+// With Deps.Classifier a dry-run merge classifies each Iceberg table that
+// conflicts at key level (classification.go, package classify): the class
+// and reason go into the conflict's message, Nessie's conflict types stay,
+// and floe's whole document is added only when the request asks for it
+// with ?floe-classification=true.
+//
 // The package must not import server/ (the composition root, package
 // assemble, calls Register from a server.Mount) nor reach into the version
 // store's internals: it uses

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 
+	tableclass "github.com/floe-catalog/floe/classify"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -207,6 +208,9 @@ type contentKeyDetailsJSON struct {
 	Key           keyJSON       `json:"key"`
 	MergeBehavior string        `json:"mergeBehavior"`
 	Conflict      *conflictJSON `json:"conflict,omitempty"`
+	// FloeClassification is floe's classification of the table, given
+	// only to clients that ask for it (classification.go).
+	FloeClassification *tableclass.Table `json:"floeClassification,omitempty"`
 }
 
 type mergeResponse struct {
@@ -310,7 +314,15 @@ func (a *api) merge(r *http.Request) (any, error) {
 	}
 	req.DryRun = body.DryRun
 	res, err := a.store.Merge(r.Context(), req)
-	return mergeOutcome(branch, &body, res, err)
+	var tables map[string]*tableclass.Table
+	if body.DryRun {
+		tables = a.classifyConflicts(r.Context(), from, res, err)
+	}
+	out, err := mergeOutcome(branch, &body, res, err)
+	if mr, ok := out.(mergeResponse); ok && wantsClassification(r) {
+		mr.attach(tables)
+	}
+	return out, err
 }
 
 // transplant is POST /trees/{branch@hash}/history/transplant.

@@ -1,0 +1,301 @@
+package classify
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-catalog/floe/icebergtable"
+)
+
+// sideChanges is what classification needs of one side, indexed: the
+// net file changes by path and the partitions they touched.
+type sideChanges struct {
+	// diverged, when set, says why the side's history does not descend
+	// from the base's snapshot.
+	diverged   string
+	partitions map[Partition]bool
+	dataAdded  map[string]File
+	// removed holds data and delete files the side removed.
+	removed      map[string]File
+	deletesAdded map[string]File
+	// dataAddedParts and dataRemovedParts are the partitions where the
+	// side added or removed data files.
+	dataAddedParts, dataRemovedParts map[Partition]bool
+	// rowDeletes are the partitions where a delete or overwrite snapshot
+	// of the side removed data files or added delete files, with those
+	// snapshots' operations.
+	rowDeletes map[Partition]map[string]bool
+}
+
+func (s *sideChanges) removedList() []File {
+	return slices.SortedFunc(maps.Values(s.removed), func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+}
+
+// readSide fills out with what meta's side added since base and returns
+// it indexed. A side that did not change is read for its head only.
+func (c *Classifier) readSide(ctx context.Context, out *Side, base, meta table.Metadata, changed bool) (*sideChanges, error) {
+	ch := &sideChanges{
+		partitions: map[Partition]bool{}, dataAdded: map[string]File{}, removed: map[string]File{},
+		deletesAdded: map[string]File{}, dataAddedParts: map[Partition]bool{}, dataRemovedParts: map[Partition]bool{},
+		rowDeletes: map[Partition]map[string]bool{},
+	}
+	if meta == nil {
+		return ch, nil
+	}
+	out.HeadSnapshotID = headSnapshot(meta)
+	if !changed {
+		return ch, nil
+	}
+	if base != nil {
+		out.StructuralChanges = structuralChanges(base, meta)
+	}
+	chain, diverged := addedSnapshots(base, meta)
+	ch.diverged = diverged
+	for _, s := range chain {
+		out.Snapshots = append(out.Snapshots, snapshotReport(s))
+	}
+	if diverged != "" {
+		return ch, nil
+	}
+	// Net changes, oldest snapshot first: a file added then removed on
+	// the side is no change; removed then re-added neither.
+	for _, s := range chain {
+		if err := c.readSnapshot(ctx, meta, s, ch); err != nil {
+			return nil, err
+		}
+	}
+	fill := func(fc *FileChanges, added, removed []File) {
+		fc.Added, fc.Removed = added, removed
+		fc.AddedCount, fc.RemovedCount = len(added), len(removed)
+		for _, f := range added {
+			fc.AddedRecords += f.Records
+		}
+		for _, f := range removed {
+			fc.RemovedRecords += f.Records
+		}
+	}
+	var dataRemoved, deletesRemoved []File
+	for _, f := range ch.removedList() {
+		if f.Content == "data" {
+			dataRemoved = append(dataRemoved, f)
+		} else {
+			deletesRemoved = append(deletesRemoved, f)
+		}
+	}
+	fill(&out.DataFiles, sortedFiles(ch.dataAdded), orEmpty(dataRemoved))
+	fill(&out.DeleteFiles, sortedFiles(ch.deletesAdded), orEmpty(deletesRemoved))
+	for _, f := range out.DataFiles.Added {
+		ch.dataAddedParts[f.Partition] = true
+	}
+	for _, f := range out.DataFiles.Removed {
+		ch.dataRemovedParts[f.Partition] = true
+	}
+	for _, fs := range [][]File{out.DataFiles.Added, out.DataFiles.Removed, out.DeleteFiles.Added, out.DeleteFiles.Removed} {
+		for _, f := range fs {
+			ch.partitions[f.Partition] = true
+		}
+	}
+	out.Partitions = slices.Collect(maps.Keys(ch.partitions))
+	sortPartitions(out.Partitions)
+	return ch, nil
+}
+
+// addedSnapshots walks meta's main ref back to base's snapshot and returns
+// the snapshots on the way, oldest first. If the walk ends elsewhere (the
+// root, a missing snapshot) the history has diverged and the reason is
+// returned with the snapshots walked.
+func addedSnapshots(base, meta table.Metadata) ([]table.Snapshot, string) {
+	baseID := headSnapshot(base)
+	var chain []table.Snapshot
+	id := headSnapshot(meta)
+	limit := len(meta.Snapshots())
+	for id != nil && (baseID == nil || *id != *baseID) {
+		s := meta.SnapshotByID(*id)
+		if s == nil {
+			slices.Reverse(chain)
+			return chain, fmt.Sprintf("snapshot %d is not in the table's metadata (expired?)", *id)
+		}
+		chain = append(chain, *s)
+		if len(chain) > limit {
+			slices.Reverse(chain)
+			return chain, "the snapshots' parents form a cycle"
+		}
+		id = s.ParentSnapshotID
+	}
+	slices.Reverse(chain)
+	if id == nil && baseID != nil {
+		return chain, fmt.Sprintf("the base's snapshot %d is not an ancestor of the main ref's snapshot %s", *baseID, idString(headSnapshot(meta)))
+	}
+	return chain, ""
+}
+
+// readSnapshot reads the manifests s added and records the files s added
+// and removed in ch.
+func (c *Classifier) readSnapshot(ctx context.Context, meta table.Metadata, s table.Snapshot, ch *sideChanges) error {
+	wh, err := c.warehouseOf(s.ManifestList)
+	if err != nil {
+		return err
+	}
+	mfs, err := wh.ReadSnapshotManifests(ctx, &s)
+	if err != nil {
+		return err
+	}
+	op := ""
+	if s.Summary != nil {
+		op = string(s.Summary.Operation)
+	}
+	rowDelete := op == string(table.OpDelete) || op == string(table.OpOverwrite)
+	for _, mf := range mfs {
+		// A manifest another snapshot wrote holds no change of s; one s
+		// wrote may still carry older files as EXISTING entries.
+		if mf.SnapshotID() != s.SnapshotID || (mf.AddedDataFiles() == 0 && mf.DeletedDataFiles() == 0) {
+			continue
+		}
+		entries, err := wh.ReadManifestEntries(ctx, mf)
+		if err != nil {
+			return fmt.Errorf("snapshot %d: %w", s.SnapshotID, err)
+		}
+		for _, e := range entries {
+			if e.SnapshotID() != s.SnapshotID || e.Status() == iceberg.EntryStatusEXISTING {
+				continue
+			}
+			f := fileOf(meta, e, s.SnapshotID)
+			deleteFile := f.Content != "data"
+			if e.Status() == iceberg.EntryStatusADDED {
+				if _, ok := ch.removed[f.Path]; ok {
+					delete(ch.removed, f.Path)
+				} else if deleteFile {
+					ch.deletesAdded[f.Path] = f
+				} else {
+					ch.dataAdded[f.Path] = f
+				}
+				if deleteFile && rowDelete {
+					markRowDelete(ch, f.Partition, op)
+				}
+				continue
+			}
+			// Deleted.
+			_, addedHere := ch.dataAdded[f.Path]
+			_, delAddedHere := ch.deletesAdded[f.Path]
+			switch {
+			case addedHere:
+				delete(ch.dataAdded, f.Path)
+			case delAddedHere:
+				delete(ch.deletesAdded, f.Path)
+			default:
+				ch.removed[f.Path] = f
+				if !deleteFile && rowDelete {
+					markRowDelete(ch, f.Partition, op)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func markRowDelete(ch *sideChanges, p Partition, op string) {
+	if ch.rowDeletes[p] == nil {
+		ch.rowDeletes[p] = map[string]bool{}
+	}
+	ch.rowDeletes[p][op] = true
+}
+
+func (c *Classifier) warehouseOf(loc string) (*icebergtable.Warehouse, error) {
+	if wh := icebergtable.Innermost(loc, c.warehouses); wh != nil {
+		return wh, nil
+	}
+	return nil, fmt.Errorf("manifest location %s lies in no warehouse", loc)
+}
+
+// fileOf describes the file of entry e, its partition rendered per the
+// spec it was written with.
+func fileOf(meta table.Metadata, e iceberg.ManifestEntry, snapshotID int64) File {
+	df := e.DataFile()
+	f := File{
+		Path: df.FilePath(), Content: contentName(df.ContentType()),
+		Records: df.Count(), SizeBytes: df.FileSizeBytes(), SnapshotID: snapshotID,
+		Partition: Partition{SpecID: df.SpecID(), Path: partitionPath(meta, df)},
+	}
+	if r := df.ReferencedDataFile(); r != nil {
+		f.ReferencedDataFile = *r
+	}
+	return f
+}
+
+func contentName(c iceberg.ManifestEntryContent) string {
+	switch c {
+	case iceberg.EntryContentPosDeletes:
+		return "position-deletes"
+	case iceberg.EntryContentEqDeletes:
+		return "equality-deletes"
+	default:
+		return "data"
+	}
+}
+
+// partitionPath renders df's partition as Iceberg renders partition paths
+// (name=value/...), with the spec df names. An unknown spec renders the
+// raw values by field id, so two files still compare.
+func partitionPath(meta table.Metadata, df iceberg.DataFile) string {
+	values := df.Partition()
+	spec := meta.PartitionSpecByID(int(df.SpecID()))
+	if spec == nil {
+		ids := slices.Sorted(maps.Keys(values))
+		parts := make([]string, 0, len(ids))
+		for _, id := range ids {
+			parts = append(parts, fmt.Sprintf("%d=%v", id, values[id]))
+		}
+		return strings.Join(parts, "/")
+	}
+	sc := meta.CurrentSchema()
+	parts := make([]string, 0, spec.NumFields())
+	for _, pf := range spec.Fields() {
+		var src iceberg.Type = iceberg.UnknownType{}
+		if len(pf.SourceIDs) > 0 && sc != nil {
+			if t, ok := sc.FindTypeByID(pf.SourceIDs[0]); ok {
+				src = t
+			}
+		}
+		v := pf.Transform.ToHumanStrType(pf.Transform.ResultType(src), values[pf.FieldID])
+		parts = append(parts, url.QueryEscape(pf.Name)+"="+url.QueryEscape(v))
+	}
+	return strings.Join(parts, "/")
+}
+
+func snapshotReport(s table.Snapshot) Snapshot {
+	out := Snapshot{
+		SnapshotID: s.SnapshotID, ParentSnapshotID: s.ParentSnapshotID,
+		SequenceNumber: s.SequenceNumber, TimestampMs: s.TimestampMs, Summary: map[string]string{},
+	}
+	if s.Summary != nil {
+		out.Operation = string(s.Summary.Operation)
+		maps.Copy(out.Summary, s.Summary.Properties)
+	}
+	return out
+}
+
+func sortedFiles(m map[string]File) []File {
+	out := slices.SortedFunc(maps.Values(m), func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	return orEmpty(out)
+}
+
+func orEmpty(fs []File) []File {
+	if fs == nil {
+		return []File{}
+	}
+	return fs
+}
+
+func idString(id *int64) string {
+	if id == nil {
+		return "(none)"
+	}
+	return itoa(*id)
+}

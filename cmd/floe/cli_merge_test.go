@@ -1,0 +1,88 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/rest"
+	icetable "github.com/apache/iceberg-go/table"
+)
+
+// TestMergeDryRunClassification: `floe merge --dry-run` of a branch that
+// appended to the same partition as main prints floe's classification of
+// the table, per side, and fails as the merge would.
+func TestMergeDryRunClassification(t *testing.T) {
+	e := newCLIEnv(t)
+	ctx := t.Context()
+	open := func(wh string) *rest.Catalog {
+		cat, err := rest.NewCatalog(ctx, "floe", "http://"+e.addr, rest.WithWarehouseLocation(wh))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cat.Close() })
+		return cat
+	}
+	main := open("lake")
+	if err := main.CreateNamespace(ctx, catalog.ToIdentifier("ns"), nil); err != nil {
+		t.Fatal(err)
+	}
+	schema := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "ts", Type: iceberg.PrimitiveTypes.Timestamp, Required: true})
+	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "day", Transform: iceberg.DayTransform{}})
+	id := catalog.ToIdentifier("ns", "events")
+	if _, err := main.CreateTable(ctx, id, schema, catalog.WithPartitionSpec(&spec)); err != nil {
+		t.Fatal(err)
+	}
+	appendRows := func(cat *rest.Catalog, day string, ids ...int64) {
+		t.Helper()
+		tbl, err := cat.LoadTable(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := time.Parse(time.DateOnly, day)
+		sc, err := icetable.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+		defer b.Release()
+		for _, n := range ids {
+			b.Field(0).(*array.Int64Builder).Append(n)
+			b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(d.Add(12 * time.Hour).UnixMicro()))
+		}
+		rec := b.NewRecordBatch()
+		defer rec.Release()
+		at := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
+		defer at.Release()
+		if _, err := tbl.AppendTable(ctx, at, 1024, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendRows(main, "2026-08-19", 1)
+	e.ok(t, "branch", "create", "etl")
+	appendRows(open("lake@etl"), "2026-08-20", 2, 3, 4)
+	appendRows(main, "2026-08-20", 5)
+
+	out, errOut, code := e.floe(t, "merge", "etl", "--dry-run")
+	checkFailure(t, []string{"merge", "etl", "--dry-run"}, errOut, code, "REFERENCE_CONFLICT", "ns.events")
+	t.Logf("merge --dry-run:\n%s%s", out, errOut)
+	for _, want := range []string{
+		"Would fail: merge etl into main",
+		"Tables changed on both sides:",
+		"TABLE      CLASS              SIDE    SNAPSHOTS   PARTITIONS      DATA-FILES",
+		"ns.events  partition-overlap  source  1 (append)  day=2026-08-20  +1 (3 rows) -0 (0 rows)",
+		"                              target  1 (append)  day=2026-08-20  +1 (1 rows) -0 (0 rows)",
+		"ns.events: partition-overlap: both sides touched day=2026-08-20",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("merge --dry-run lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package nessie
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	tableclass "github.com/floe-catalog/floe/classify"
+	"github.com/floe-catalog/floe/versionstore"
+)
+
+// Classifier classifies what the two sides of a merge did to one Iceberg
+// table since their merge base (package classify implements it over the
+// warehouses' files). base is nil when the key did not exist at the merge
+// base; source or target nil means that side dropped it.
+type Classifier interface {
+	Classify(ctx context.Context, base, source, target *versionstore.Content) (*tableclass.Table, error)
+}
+
+// classificationParam asks a dry-run merge for floe's classification
+// document in each conflicting detail (floeClassification). Nessie's own
+// clients never send it, so their responses keep Nessie's exact shape;
+// every client gets the class and reason in the conflict's message.
+const classificationParam = "floe-classification"
+
+func wantsClassification(r *http.Request) bool {
+	v := r.URL.Query().Get(classificationParam)
+	return v == "true" || v == "1"
+}
+
+// classifyConflicts classifies every Iceberg table of a dry-run merge that
+// conflicts at key level (changed on both sides) and appends the class and
+// reason to the conflict's message, in the result's details and in the
+// conflict error alike. A table that cannot be classified (unreadable
+// metadata) keeps its plain conflict and says why; the dry run never fails
+// for it. The tables are returned by key (keyString).
+func (a *api) classifyConflicts(ctx context.Context, from versionstore.Hash, res *versionstore.MergeResult, err error) map[string]*tableclass.Table {
+	if a.classify == nil || res == nil || res.CommonAncestor == (versionstore.Hash{}) {
+		return nil
+	}
+	var keys []versionstore.ContentKey
+	for _, d := range res.Details {
+		if d.Conflict != nil && len(d.Key) > 0 {
+			keys = append(keys, d.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	at := func(h versionstore.Hash) (map[string]*versionstore.Content, bool) {
+		m, err := a.store.GetContents(ctx, h, keys)
+		if err != nil {
+			a.logger.WarnContext(ctx, "nessie: dry-run classification: read contents", "commit", h.String(), "err", err)
+			return nil, false
+		}
+		return m, true
+	}
+	base, ok1 := at(res.CommonAncestor)
+	source, ok2 := at(from)
+	target, ok3 := at(res.EffectiveTargetHash)
+	if !ok1 || !ok2 || !ok3 {
+		return nil
+	}
+	tables := map[string]*tableclass.Table{}
+	notes := map[string]string{}
+	for _, k := range keys {
+		ks, enc := k.String(), string(k.Encode())
+		b, s, t := base[enc], source[enc], target[enc]
+		if !isTable(b) || !isTable(s) || !isTable(t) || (s == nil && t == nil) {
+			continue
+		}
+		c, err := a.classify.Classify(ctx, b, s, t)
+		if err != nil {
+			a.logger.WarnContext(ctx, "nessie: dry-run classification failed", "key", ks, "err", err)
+			notes[keyString(k)] = "floe could not classify the table: " + err.Error()
+			continue
+		}
+		c.Key = append([]string{}, k...)
+		tables[keyString(k)] = c
+		notes[keyString(k)] = "floe: " + string(c.Class) + ": " + c.Reason
+	}
+	note := func(key versionstore.ContentKey, msg string) string {
+		n, ok := notes[keyString(key)]
+		if !ok {
+			return msg
+		}
+		if msg == "" {
+			return n
+		}
+		return msg + "; " + n
+	}
+	for _, d := range res.Details {
+		if d.Conflict != nil {
+			d.Conflict.Message = note(d.Key, d.Conflict.Message)
+		}
+	}
+	var ce *versionstore.ConflictError
+	if errors.As(err, &ce) {
+		for i := range ce.Conflicts {
+			// The details may share the conflicts; note each message once.
+			if c := &ce.Conflicts[i]; len(c.Key) > 0 && !strings.Contains(c.Message, notes[keyString(c.Key)]) {
+				c.Message = note(c.Key, c.Message)
+			}
+		}
+	}
+	return tables
+}
+
+// isTable reports whether c is an Iceberg table or absent.
+func isTable(c *versionstore.Content) bool {
+	return c == nil || c.Type == versionstore.IcebergTable
+}
+
+func keyString(k versionstore.ContentKey) string { return strings.Join(k, "\x00") }
+
+// attach puts each classified table into its detail.
+func (m mergeResponse) attach(tables map[string]*tableclass.Table) {
+	for i := range m.Details {
+		m.Details[i].FloeClassification = tables[keyString(m.Details[i].Key.Elements)]
+	}
+}
