@@ -32,9 +32,12 @@ fi
 tmp="$(mktemp -d)"
 pids=()
 cleanup() {
+	# SIGTERM, not SIGINT: a non-interactive shell starts background jobs
+	# with SIGINT ignored, so a SIGINT sent before floe installs its handler
+	# would be lost and the wait below would never end.
 	for p in "${pids[@]}"; do
 		if kill -0 "$p" 2>/dev/null; then
-			kill -INT "$p" 2>/dev/null || true
+			kill -TERM "$p" 2>/dev/null || true
 			wait "$p" 2>/dev/null || true
 		fi
 	done
