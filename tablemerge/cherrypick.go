@@ -69,6 +69,10 @@ type Request struct {
 	// NewSnapshotID makes an id for a pick whose own id is already taken on
 	// the target. Nil uses a random positive id.
 	NewSnapshotID func() int64
+	// AppendOnly, when set, requires every pick to add only data files
+	// written with this partition spec (a pure append in the head's spec):
+	// otherwise ErrNotAdditive.
+	AppendOnly *int
 	// Now stamps the new snapshots; nil is time.Now.
 	Now func() time.Time
 }
@@ -159,6 +163,10 @@ func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) 
 		for _, m := range added {
 			if onTarget[m.FilePath()] {
 				return fail(fmt.Errorf("%w: manifest %s of snapshot %d", ErrAlreadyPublished, m.FilePath(), src.SnapshotID))
+			}
+			if req.AppendOnly != nil && (m.ManifestContent() != iceberg.ManifestContentData || int(m.PartitionSpecID()) != *req.AppendOnly) {
+				return fail(fmt.Errorf("%w: manifest %s of snapshot %d is not data written with partition spec %d",
+					ErrNotAdditive, m.FilePath(), src.SnapshotID, *req.AppendOnly))
 			}
 			if head.PartitionSpecByID(int(m.PartitionSpecID())) == nil {
 				return fail(fmt.Errorf("%w: manifest %s of snapshot %d uses partition spec %d, unknown to the target",
