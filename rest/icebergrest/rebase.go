@@ -76,6 +76,11 @@ func (a *api) rebaseAppend(ctx context.Context, wh *warehouse, base table.Metada
 	if err != nil {
 		return nil, nil, err
 	}
+	if base.SnapshotByID(snap.SnapshotID) != nil {
+		// A retry of a commit that landed (its answer lost): adding it
+		// again would publish its rows twice.
+		return nil, nil, notRebaseable("snapshot %d is already in the table", snap.SnapshotID)
+	}
 	if !sameParent(snap.ParentSnapshotID, sa.asserted) {
 		return nil, nil, notRebaseable("snapshot %d is not made on the main the commit asserts", snap.SnapshotID)
 	}

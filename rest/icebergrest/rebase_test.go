@@ -67,6 +67,12 @@ func TestRebasedAppendReplays(t *testing.T) {
 	if e.commits() != commits {
 		t.Fatal("the replay committed again")
 	}
+	// Sent again without the key (a client that lost the answer), the
+	// landed append is refused, not published twice.
+	checkError(t, e.do(http.MethodPost, hotPath, string(b)), http.StatusConflict, "CommitFailedException", "")
+	if n := len(e.tableState().Metadata.Snapshots); n != 2 {
+		t.Fatalf("%d snapshots after resending a landed append", n)
+	}
 	metrics := string(e.do(http.MethodGet, "/metrics", nil).body)
 	if !strings.Contains(metrics, `floe_iceberg_commits_total{operation="append",outcome="rebased"} 1`) {
 		t.Errorf("rebased append not counted:\n%s", grepLines(metrics, "floe_iceberg_commits_total"))
