@@ -86,8 +86,13 @@ def test_stale_schema_update(catalog: Catalog, floe: FloeServer, ns: str) -> Non
 
 
 def test_stale_append_without_retry(catalog: Catalog, floe: FloeServer, ns: str) -> None:
-    """With client retries off, a stale assert-ref-snapshot-id is a CommitFailedException."""
-    create_orders(catalog, f"{ns}.orders", properties={"commit.retry.num-retries": "0"})
+    """With client retries and floe's zero-retry appends off, a stale
+    assert-ref-snapshot-id is a CommitFailedException."""
+    create_orders(
+        catalog,
+        f"{ns}.orders",
+        properties={"commit.retry.num-retries": "0", "floe.commit.rebase-appends": "false"},
+    )
     first = catalog.load_table(f"{ns}.orders")
     stale = floe.catalog().load_table(f"{ns}.orders")
 
@@ -95,6 +100,23 @@ def test_stale_append_without_retry(catalog: Catalog, floe: FloeServer, ns: str)
     with pytest.raises(CommitFailedException, match="main"):
         stale.append(arrow(B))
     assert_rows(floe.catalog().load_table(f"{ns}.orders").scan().to_arrow(), A)
+
+
+def test_stale_append_rebased_by_server(catalog: Catalog, floe: FloeServer, ns: str) -> None:
+    """With client retries off, a stale append still lands on its first
+    attempt: floe re-parents it onto the new head (zero-retry appends)."""
+    create_orders(catalog, f"{ns}.orders", properties={"commit.retry.num-retries": "0"})
+    first = catalog.load_table(f"{ns}.orders")
+    stale = floe.catalog().load_table(f"{ns}.orders")
+
+    first.append(arrow(A))
+    stale.append(arrow(B))
+    loaded = floe.catalog().load_table(f"{ns}.orders")
+    assert_rows(loaded.scan().to_arrow(), A + B)
+    head = loaded.current_snapshot()
+    assert head is not None and head.summary is not None
+    assert head.summary["total-records"] == "2"
+    assert head.summary["floe.merge.source-ref"] == "main"
 
 
 def test_stale_append_retried_by_client(catalog: Catalog, floe: FloeServer, ns: str) -> None:
