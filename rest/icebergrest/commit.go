@@ -250,7 +250,7 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 				// requirement, so the client may refresh and retry.
 				return nil, commitFailed("Requirement failed: table already exists: %s", id)
 			}
-			return nil, commitFailed("%v", err)
+			return nil, tableRequirementFailed(rq, base, err)
 		}
 	}
 	if s.create {

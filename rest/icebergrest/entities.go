@@ -450,8 +450,13 @@ func (a *api) renameEntity(w http.ResponseWriter, r *http.Request, k entityKind)
 		if existing, err := a.lookup(ctx, head, dst.key()); err != nil {
 			return false, err
 		} else if existing != nil {
-			if k.typ == versionstore.IcebergView && existing.Type == versionstore.IcebergView {
+			// Java's wording for a rename onto a view, and of a view onto
+			// a table; a table onto a table keeps "Table already exists".
+			switch {
+			case existing.Type == versionstore.IcebergView:
 				return false, newError(http.StatusConflict, typeAlreadyExists, "Cannot rename %s to %s. View already exists", src, dst)
+			case existing.Type == versionstore.IcebergTable && k.typ == versionstore.IcebergView:
+				return false, newError(http.StatusConflict, typeAlreadyExists, "Cannot rename %s to %s. Table already exists", src, dst)
 			}
 			return false, k.clash(dst, existing.Type)
 		}
