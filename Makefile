@@ -41,6 +41,7 @@ test: build
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/pyiceberg/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/spark/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/nessiejava/run.sh
+	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/rck/run.sh
 
 ## bench: run floe and Nessie side by side (internal/testkit/peerbench, needs Java
 ## 21+ for Nessie), then the benchmarks of every other package; tabulate

@@ -68,8 +68,15 @@ fi
 
 if [[ ! -f "$jar" ]]; then
 	echo "spark conformance: fetching $runtime into .cache/m2"
-	"$mvn" -q -B -Dstyle.color=never -Dmaven.repo.local="$root/.cache/m2" \
-		org.apache.maven.plugins:maven-dependency-plugin:3.8.1:get -Dartifact="$runtime" -Dtransitive=false
+	mvn_log="$(mktemp)"
+	if ! "$mvn" -q -B -Dstyle.color=never -Dmaven.repo.local="$root/.cache/m2" \
+		org.apache.maven.plugins:maven-dependency-plugin:3.8.1:get -Dartifact="$runtime" -Dtransitive=false >"$mvn_log" 2>&1; then
+		cat "$mvn_log" >&2
+		rm -f "$mvn_log"
+		echo "spark conformance: could not fetch $runtime" >&2
+		exit 1
+	fi
+	rm -f "$mvn_log"
 fi
 
 # No bytecode or pytest cache inside the source tree; pyspark uses the venv's
