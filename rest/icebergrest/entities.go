@@ -2,7 +2,9 @@ package icebergrest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"slices"
 
@@ -120,6 +122,11 @@ func loadEntityAt[F any](ctx context.Context, a *api, at versionstore.Hash, id i
 		return nil, file, err
 	}
 	if file, err = read(ctx, c.MetadataLocation); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			// The catalog names a file storage no longer has: Java's
+			// catalogs answer NotFoundException in these words.
+			return nil, file, newError(http.StatusNotFound, typeNotFound, "Failed to open input stream for file: %s", c.MetadataLocation)
+		}
 		return nil, file, internalError(err)
 	}
 	return c, file, nil
