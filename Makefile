@@ -39,7 +39,9 @@ test: build
 	cd conformance/icebergjs && { cmp -s package-lock.json node_modules/.floe-lock || { npm ci --no-audit --no-fund && cp package-lock.json node_modules/.floe-lock; }; }
 	cd conformance/icebergjs && FLOE_BIN=$(CURDIR)/$(BIN) node --test
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/pyiceberg/run.sh
+	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/spark/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/nessiejava/run.sh
+	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/rck/run.sh
 
 ## bench: run floe and Nessie side by side (internal/testkit/peerbench, needs Java
 ## 21+ for Nessie), then the benchmarks of every other package; tabulate

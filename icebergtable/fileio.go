@@ -177,7 +177,9 @@ func describeStorageError(err error) error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("the object store did not answer in time: %w", err)
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled), errors.Is(err, fs.ErrNotExist):
+		// A missing file is not a store problem; and a local one's
+		// syscall.Errno would pass for a net.Error below.
 		return err
 	case errors.As(err, &ne):
 		return fmt.Errorf("the object store is unreachable: %w", err)

@@ -184,6 +184,28 @@ func TestNewTableMetadataLocationStaysInTheWarehouse(t *testing.T) {
 	}
 }
 
+func TestNewViewMetadataLocationHonoursMetadataPath(t *testing.T) {
+	wh, _, _ := localWarehouse(t)
+	schema := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+	newView := func(props iceberg.Properties) view.Metadata {
+		vm, err := view.NewMetadata(&view.Version{VersionID: 1, SchemaID: 0, TimestampMS: time.Now().UnixMilli(),
+			Summary:          map[string]string{"engine-name": "test"},
+			Representations:  []view.Representation{view.NewRepresentation("select 1", "spark")},
+			DefaultNamespace: []string{"ns"}}, schema, wh.DefaultTableLocation([]string{"ns"}, "v", "u"), props)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vm
+	}
+	loc, err := wh.NewViewMetadataLocation(newView(iceberg.Properties{icebergtable.PropMetadataPath: wh.Location() + "/custom/"}), "")
+	if err != nil || !strings.HasPrefix(loc, wh.Location()+"/custom/00000-") {
+		t.Fatalf("view metadata location %q, %v; want one in %s/custom", loc, err, wh.Location())
+	}
+	if loc, err := wh.NewViewMetadataLocation(newView(iceberg.Properties{icebergtable.PropMetadataPath: "file:///tmp/escape"}), ""); err == nil {
+		t.Fatalf("view metadata location %q outside the warehouse accepted", loc)
+	}
+}
+
 // TestContentRoundTrip maps a table's and a view's metadata files to
 // content values and reads them back through those values.
 func TestContentRoundTrip(t *testing.T) {

@@ -50,7 +50,9 @@ func (w *Warehouse) WriteViewMetadata(ctx context.Context, loc string, meta view
 
 // NewViewMetadataLocation names the next metadata file of a view whose
 // current file is prev ("" for a new view), as NewTableMetadataLocation
-// does for tables: <location>/metadata/<NNNNN>-<uuid>.metadata.json.
+// does for tables: <metadata dir>/<NNNNN>-<uuid>.metadata.json, the dir
+// write.metadata.path if set (as Java's view operations honour it), else
+// <location>/metadata.
 func (w *Warehouse) NewViewMetadataLocation(meta view.Metadata, prev string) (string, error) {
 	version := 0
 	if prev != "" {
@@ -60,5 +62,9 @@ func (w *Warehouse) NewViewMetadataLocation(meta view.Metadata, prev string) (st
 			version = len(meta.Versions())
 		}
 	}
-	return w.Contains(fmt.Sprintf("%s/metadata/%05d-%s.metadata.json", trimSlash(meta.Location()), version, uuid.NewString()))
+	dir := trimSlash(meta.Location()) + "/metadata"
+	if p := meta.Properties()[PropMetadataPath]; p != "" {
+		dir = trimSlash(p)
+	}
+	return w.Contains(fmt.Sprintf("%s/%05d-%s.metadata.json", dir, version, uuid.NewString()))
 }

@@ -262,10 +262,10 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 			if sa, ok := staleMainRef(rq); ok && !s.create && stale == nil {
 				// Maybe an append the server can rebase (rebase.go), if
 				// every other requirement holds.
-				stale, staleErr = sa, err
+				stale, staleErr = sa, tableRequirementFailed(rq, base, err)
 				continue
 			}
-			return nil, commitFailed("%v", err)
+			return nil, tableRequirementFailed(rq, base, err)
 		}
 	}
 	if s.create {
@@ -283,7 +283,7 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 		var rerr error
 		if b, s.lists, rerr = a.rebaseAppend(ctx, wh, base, content.MetadataLocation, stale, req.Updates); rerr != nil {
 			a.logger.DebugContext(ctx, "stale commit not rebased", "table", id.String(), "reason", rerr)
-			return nil, commitFailed("%v", staleErr)
+			return nil, staleErr
 		}
 		// The manifest lists the rebase wrote go if anything below fails.
 		defer func() {

@@ -64,7 +64,7 @@ func TestUpdateTable(t *testing.T) {
 		{"unknown requirement", path, commitBody(`{"type":"assert-lucky"}`, ""), 400, "BadRequestException", "…unknown requirement type: assert-lucky"},
 		{"update missing field", path, commitBody("", `{"action":"set-location"}`), 400, "BadRequestException", "…requires field"},
 		{"malformed", path, `{"requirements":[`, 400, "BadRequestException", "malformed JSON"},
-		{"uuid mismatch", path, commitBody(`{"type":"assert-table-uuid","uuid":"00000000-0000-0000-0000-000000000001"}`, ""), 409, "CommitFailedException", "Requirement failed: UUID mismatch"},
+		{"uuid mismatch", path, commitBody(`{"type":"assert-table-uuid","uuid":"00000000-0000-0000-0000-000000000001"}`, ""), 409, "CommitFailedException", "Requirement failed: UUID does not match: expected 00000000-0000-0000-0000-000000000001 != "},
 		{"field id changed", path, commitBody(`{"type":"assert-last-assigned-field-id","last-assigned-field-id":7}`, ""), 409, "CommitFailedException", "…last assigned field id"},
 		{"ref moved", path, commitBody(`{"type":"assert-ref-snapshot-id","ref":"main","snapshot-id":42}`, ""), 409, "CommitFailedException", "…is missing"},
 		{"create existing", path, commitBody(`{"type":"assert-create"}`, ""), 409, "CommitFailedException", "Requirement failed: table already exists: ns.t"},

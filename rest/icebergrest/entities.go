@@ -2,7 +2,9 @@ package icebergrest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"slices"
 
@@ -120,6 +122,11 @@ func loadEntityAt[F any](ctx context.Context, a *api, at versionstore.Hash, id i
 		return nil, file, err
 	}
 	if file, err = read(ctx, c.MetadataLocation); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			// The catalog names a file storage no longer has: Java's
+			// catalogs answer NotFoundException in these words.
+			return nil, file, newError(http.StatusNotFound, typeNotFound, "Failed to open input stream for file: %s", c.MetadataLocation)
+		}
 		return nil, file, internalError(err)
 	}
 	return c, file, nil
@@ -450,8 +457,13 @@ func (a *api) renameEntity(w http.ResponseWriter, r *http.Request, k entityKind)
 		if existing, err := a.lookup(ctx, head, dst.key()); err != nil {
 			return false, err
 		} else if existing != nil {
-			if k.typ == versionstore.IcebergView && existing.Type == versionstore.IcebergView {
+			// Java's wording for a rename onto a view, and of a view onto
+			// a table; a table onto a table keeps "Table already exists".
+			switch {
+			case existing.Type == versionstore.IcebergView:
 				return false, newError(http.StatusConflict, typeAlreadyExists, "Cannot rename %s to %s. View already exists", src, dst)
+			case existing.Type == versionstore.IcebergTable && k.typ == versionstore.IcebergView:
+				return false, newError(http.StatusConflict, typeAlreadyExists, "Cannot rename %s to %s. Table already exists", src, dst)
 			}
 			return false, k.clash(dst, existing.Type)
 		}

@@ -23,6 +23,7 @@ const (
 	typeNoSuchNamespace     = "NoSuchNamespaceException"
 	typeNoSuchTable         = "NoSuchTableException"
 	typeNoSuchView          = "NoSuchViewException"
+	typeNotFound            = "NotFoundException"
 	typeAlreadyExists       = "AlreadyExistsException"
 	typeNamespaceNotEmpty   = "NamespaceNotEmptyException"
 	typeCommitFailed        = "CommitFailedException"

@@ -164,7 +164,7 @@ func TestTableErrors(t *testing.T) {
 		{"unregister missing", "POST", "/v1/lake/namespaces/ns/tables/missing/unregister", nil, 404, "NoSuchTableException", "Table does not exist: ns.missing"},
 		{"rename missing", "POST", "/v1/lake/tables/rename", `{"source":{"namespace":["ns"],"name":"missing"},"destination":{"namespace":["ns"],"name":"x"}}`, 404, "NoSuchTableException", "Table does not exist: ns.missing"},
 		{"rename onto table", "POST", "/v1/lake/tables/rename", `{"source":{"namespace":["ns"],"name":"t"},"destination":{"namespace":["ns"],"name":"t"}}`, 409, "AlreadyExistsException", "Table already exists: ns.t"},
-		{"rename onto view", "POST", "/v1/lake/tables/rename", `{"source":{"namespace":["ns"],"name":"t"},"destination":{"namespace":["ns"],"name":"v"}}`, 409, "AlreadyExistsException", "View with same name already exists: ns.v"},
+		{"rename onto view", "POST", "/v1/lake/tables/rename", `{"source":{"namespace":["ns"],"name":"t"},"destination":{"namespace":["ns"],"name":"v"}}`, 409, "AlreadyExistsException", "Cannot rename ns.t to ns.v. View already exists"},
 		{"rename no namespace", "POST", "/v1/lake/tables/rename", `{"source":{"namespace":["ns"],"name":"t"},"destination":{"namespace":["missing"],"name":"t"}}`, 404, "NoSuchNamespaceException", "Namespace does not exist: missing"},
 		{"rename malformed", "POST", "/v1/lake/tables/rename", `{"source":{}}`, 400, "BadRequestException", ""},
 		{"register outside", "POST", "/v1/lake/namespaces/ns/register", `{"name":"r","metadata-location":"` + outside + `/m.metadata.json"}`, 400, "BadRequestException", "…outside the warehouse"},

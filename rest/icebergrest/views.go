@@ -148,7 +148,7 @@ func (a *api) replaceView(w http.ResponseWriter, r *http.Request) error {
 		}
 		for _, rq := range req.Requirements {
 			if err := rq.Validate(base.Metadata); err != nil {
-				return false, commitFailed("%v", err)
+				return false, viewRequirementFailed(rq, base.Metadata, err)
 			}
 		}
 		b, err := view.MetadataBuilderFromBase(base.Metadata)

@@ -81,7 +81,7 @@ func TestViews(t *testing.T) {
 		{"drop missing", "DELETE", "/v1/lake/namespaces/ns/views/missing", nil, 404, "NoSuchViewException", "View does not exist: ns.missing"},
 		{"drop table as view", "DELETE", "/v1/lake/namespaces/ns/views/t", nil, 404, "NoSuchViewException", "View does not exist: ns.t"},
 		{"rename onto view", "POST", "/v1/lake/views/rename", `{"source":{"namespace":["ns"],"name":"v"},"destination":{"namespace":["ns"],"name":"w"}}`, 409, "AlreadyExistsException", "Cannot rename ns.v to ns.w. View already exists"},
-		{"rename onto table", "POST", "/v1/lake/views/rename", `{"source":{"namespace":["ns"],"name":"v"},"destination":{"namespace":["ns"],"name":"t"}}`, 409, "AlreadyExistsException", "Table with same name already exists: ns.t"},
+		{"rename onto table", "POST", "/v1/lake/views/rename", `{"source":{"namespace":["ns"],"name":"v"},"destination":{"namespace":["ns"],"name":"t"}}`, 409, "AlreadyExistsException", "Cannot rename ns.v to ns.t. Table already exists"},
 		{"rename missing", "POST", "/v1/lake/views/rename", `{"source":{"namespace":["ns"],"name":"missing"},"destination":{"namespace":["ns"],"name":"x"}}`, 404, "NoSuchViewException", "View does not exist: ns.missing"},
 		{"rename table as view", "POST", "/v1/lake/views/rename", `{"source":{"namespace":["ns"],"name":"t"},"destination":{"namespace":["ns"],"name":"x"}}`, 404, "NoSuchViewException", "View does not exist: ns.t"},
 		{"register exists", "POST", "/v1/lake/namespaces/ns/register-view", `{"name":"w","metadata-location":"` + created.MetadataLocation + `"}`, 409, "AlreadyExistsException", "View already exists: ns.w"},

@@ -1,0 +1,35 @@
+"""Small helpers shared by the Spark conformance tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def rows(spark: Any, query: str) -> list[tuple]:
+    """The rows of a query as plain tuples, sorted, so comparisons ignore order."""
+    return sorted(tuple(r) for r in spark.sql(query).collect())
+
+
+def one(spark: Any, query: str) -> Any:
+    """The single value a query returns."""
+    result = spark.sql(query).collect()
+    assert len(result) == 1 and len(result[0]) == 1, result
+    return result[0][0]
+
+
+def snapshot_ids(spark: Any, table: str) -> list[int]:
+    """The table's snapshot ids, oldest first."""
+    return [r[0] for r in spark.sql(f"SELECT snapshot_id FROM {table}.snapshots ORDER BY committed_at").collect()]
+
+
+def create_orders(spark: Any, table: str, version: int = 2, mode: str | None = None) -> None:
+    """orders(id, category, amount), partitioned by category, format `version`;
+    mode (merge-on-read or copy-on-write) for deletes, updates and merges."""
+    props = {"format-version": str(version)}
+    if mode:
+        props |= {"write.delete.mode": mode, "write.update.mode": mode, "write.merge.mode": mode}
+    tbl_props = ", ".join(f"'{k}'='{v}'" for k, v in props.items())
+    spark.sql(
+        f"CREATE TABLE {table} (id BIGINT NOT NULL, category STRING, amount DOUBLE) "
+        f"USING iceberg PARTITIONED BY (category) TBLPROPERTIES ({tbl_props})"
+    )

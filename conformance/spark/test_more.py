@@ -1,0 +1,142 @@
+"""Scenarios beyond the basics: v3 row lineage, table maintenance procedures,
+properties, purge, register, conflicting catalog-branch merges."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+
+import pytest
+from pyspark.errors import AnalysisException
+
+from conftest import FloeServer
+from helpers import create_orders, one, rows, snapshot_ids
+
+
+def add_catalog(spark, floe: FloeServer, name: str, warehouse: str) -> None:
+    """Add a Spark catalog on warehouse to the running session (Spark
+    instantiates a catalog when a statement first names it)."""
+    spark.conf.set(f"spark.sql.catalog.{name}", "org.apache.iceberg.spark.SparkCatalog")
+    spark.conf.set(f"spark.sql.catalog.{name}.type", "rest")
+    spark.conf.set(f"spark.sql.catalog.{name}.uri", floe.uri)
+    spark.conf.set(f"spark.sql.catalog.{name}.warehouse", warehouse)
+    spark.conf.set(f"spark.sql.catalog.{name}.cache-enabled", "false")
+
+
+def test_v3_row_lineage(spark, ns) -> None:
+    t = f"floe.{ns}.orders"
+    create_orders(spark, t, 3, "merge-on-read")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'books', 10.0), (2, 'games', 20.0)")
+    spark.sql(f"INSERT INTO {t} VALUES (3, 'books', 30.0)")
+    got = rows(spark, f"SELECT id, _row_id, _last_updated_sequence_number FROM {t}")
+    # Row ids are assigned from the table's next-row-id, one per row.
+    assert sorted(r[1] for r in got) == [0, 1, 2], got
+    spark.sql(f"UPDATE {t} SET amount = 0 WHERE id = 1")
+    after = {r[0]: (r[1], r[2]) for r in spark.sql(f"SELECT id, _row_id, _last_updated_sequence_number FROM {t}").collect()}
+    before = {r[0]: (r[1], r[2]) for r in got}
+    # The updated row keeps its row id and gets a newer sequence number.
+    assert after[1][0] == before[1][0] and after[1][1] > before[1][1], (before, after)
+    assert after[2] == before[2], (before, after)
+
+
+def test_properties_and_procedures(spark, ns) -> None:
+    t = f"floe.{ns}.orders"
+    create_orders(spark, t)
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('commit.retry.num-retries'='7', 'team'='sales')")
+    spark.sql(f"ALTER TABLE {t} UNSET TBLPROPERTIES ('team')")
+    props = dict(spark.sql(f"SHOW TBLPROPERTIES {t}").collect())
+    assert props.get("commit.retry.num-retries") == "7" and "team" not in props, props
+
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'books', 10.0)")
+    s1 = snapshot_ids(spark, t)[-1]
+    spark.sql(f"INSERT INTO {t} VALUES (2, 'games', 20.0)")
+    s2 = snapshot_ids(spark, t)[-1]
+    spark.sql(f"CALL floe.system.set_current_snapshot('{ns}.orders', {s1})").collect()
+    assert rows(spark, f"SELECT id FROM {t}") == [(1,)]
+    spark.sql(f"CALL floe.system.set_current_snapshot(table => '{ns}.orders', ref => 'main')").collect()
+    spark.sql(f"CALL floe.system.set_current_snapshot('{ns}.orders', {s2})").collect()
+    anc = [r[0] for r in spark.sql(f"CALL floe.system.ancestors_of('{ns}.orders')").collect()]
+    assert anc == [s2, s1], anc
+
+    spark.sql(f"CALL floe.system.create_changelog_view(table => '{ns}.orders', changelog_view => 'orders_changes')")
+    changes = rows(spark, "SELECT id, _change_type FROM orders_changes")
+    assert changes == [(1, "INSERT"), (2, "INSERT")], changes
+
+    out = spark.sql(f"CALL floe.system.remove_orphan_files(table => '{ns}.orders', dry_run => true)").collect()
+    assert out == [], out
+
+
+def test_rename_across_namespaces_and_purge(spark, ns) -> None:
+    other = f"{ns}_b"
+    spark.sql(f"CREATE NAMESPACE floe.{other}")
+    t = f"floe.{ns}.orders"
+    create_orders(spark, t)
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'books', 10.0)")
+    spark.sql(f"ALTER TABLE {t} RENAME TO {other}.moved")
+    assert rows(spark, f"SELECT id FROM floe.{other}.moved") == [(1,)]
+    with pytest.raises(AnalysisException):
+        spark.sql(f"SELECT * FROM {t}").collect()
+
+    # register_table brings the table back under a new name from its metadata file.
+    loc = one(spark, f"SELECT file FROM floe.{other}.moved.metadata_log_entries ORDER BY timestamp DESC LIMIT 1")
+    spark.sql(f"DROP TABLE floe.{other}.moved")
+    spark.sql(f"CALL floe.system.register_table(table => '{ns}.again', metadata_file => '{loc}')").collect()
+    assert rows(spark, f"SELECT id FROM floe.{ns}.again") == [(1,)]
+    spark.sql(f"DROP TABLE floe.{ns}.again PURGE")
+    assert rows(spark, f"SHOW TABLES IN floe.{ns}") == []
+
+
+def test_conflicting_catalog_branch_merge(spark, floe: FloeServer) -> None:
+    ns = f"conflict_{uuid.uuid4().hex[:8]}"
+    branch = f"side_{uuid.uuid4().hex[:6]}"
+    spark.sql(f"CREATE NAMESPACE floe.{ns}")
+    create_orders(spark, f"floe.{ns}.orders")
+    spark.sql(f"INSERT INTO floe.{ns}.orders VALUES (1, 'books', 10.0)")
+    main = floe.nessie("GET", "/trees/main")["reference"]
+    floe.nessie("POST", f"/trees?name={branch}&type=BRANCH", main)
+    add_catalog(spark, floe, branch, f"lake@{branch}")
+
+    spark.sql(f"INSERT INTO {branch}.{ns}.orders VALUES (2, 'games', 20.0)")
+    spark.sql(f"INSERT INTO floe.{ns}.orders VALUES (3, 'music', 30.0)")
+    # Both sides changed the table: the merge must not silently pick one.
+    proc = subprocess.run(
+        [str(floe.bin), "merge", branch, "--into", "main", "--server", floe.uri],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.returncode != 0, proc.stdout
+    assert f"{ns}.orders" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert rows(spark, f"SELECT id FROM floe.{ns}.orders") == [(1,), (3,)]
+    assert rows(spark, f"SELECT id FROM {branch}.{ns}.orders") == [(1,), (2,)]
+
+
+def test_catalog_tag_is_read_only(spark, floe: FloeServer, ns: str) -> None:
+    t = f"{ns}.orders"
+    create_orders(spark, f"floe.{t}")
+    spark.sql(f"INSERT INTO floe.{t} VALUES (1, 'books', 10.0)")
+    tag = f"rel_{uuid.uuid4().hex[:6]}"
+    main = floe.nessie("GET", "/trees/main")["reference"]
+    floe.nessie("POST", f"/trees?name={tag}&type=TAG", main)
+    add_catalog(spark, floe, tag, f"lake@{tag}")
+    spark.sql(f"INSERT INTO floe.{t} VALUES (2, 'games', 20.0)")
+
+    # The tag reads what main had when it was made, and refuses writes.
+    assert rows(spark, f"SELECT id FROM {tag}.{t}") == [(1,)]
+    with pytest.raises(Exception, match="is read-only: it names a tag, not a branch"):
+        spark.sql(f"INSERT INTO {tag}.{t} VALUES (3, 'music', 30.0)")
+    with pytest.raises(Exception, match="is read-only: it names a tag, not a branch"):
+        spark.sql(f"CREATE TABLE {tag}.{ns}.other (id BIGINT) USING iceberg")
+    assert rows(spark, f"SELECT id FROM floe.{t}") == [(1,), (2,)]
+
+
+def test_view_on_catalog_branch_merged(spark, floe: FloeServer) -> None:
+    ns = f"vb_{uuid.uuid4().hex[:8]}"
+    spark.sql(f"CREATE NAMESPACE dev.{ns}")
+    create_orders(spark, f"dev.{ns}.orders")
+    spark.sql(f"INSERT INTO dev.{ns}.orders VALUES (1, 'books', 10.0), (2, 'games', 20.0)")
+    spark.sql(f"CREATE VIEW dev.{ns}.books AS SELECT id FROM dev.{ns}.orders WHERE category = 'books'")
+    assert rows(spark, f"SELECT * FROM dev.{ns}.books") == [(1,)]
+    floe.cli("merge", "dev", "--into", "main")
+    assert [r[1] for r in rows(spark, f"SHOW VIEWS IN floe.{ns}") if not r[2]] == ["books"]
+    # The view's SQL names the dev catalog it was made in; its text is what was stored.
+    sql = one(spark, f"SHOW CREATE TABLE floe.{ns}.books")
+    assert "category = 'books'" in sql, sql
