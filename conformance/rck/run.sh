@@ -38,13 +38,16 @@ tmp="$(mktemp -d)"
 pid=""
 cleanup() {
 	if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-		kill -INT "$pid" 2>/dev/null || true
+		# SIGTERM: background jobs of a non-interactive shell start with
+		# SIGINT ignored, so an early SIGINT could be lost.
+		kill -TERM "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 
+: >"$tmp/floe.log" # exists before the loop below reads it
 "$floe" serve --dev --addr 127.0.0.1:0 --data-dir "$tmp/data" --warehouse "file://$tmp/warehouse" --drain-delay 0s >"$tmp/floe.log" 2>&1 &
 pid=$!
 addr=""
