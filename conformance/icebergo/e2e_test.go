@@ -345,7 +345,10 @@ func TestMultiTableTransactionAtomic(t *testing.T) {
 		t.Fatal(err)
 	}
 	t1 := createTable(t, cat, catalog.ToIdentifier("ns", "t1"))
-	t2 := createTable(t, cat, catalog.ToIdentifier("ns", "t2"))
+	// t2 opts out of zero-retry appends, so that its stale append below
+	// is a real conflict (rebase_test.go has the rebased transaction).
+	t2 := createTable(t, cat, catalog.ToIdentifier("ns", "t2"),
+		catalog.WithProperties(iceberg.Properties{"floe.commit.rebase-appends": "false"}))
 
 	// A successful transaction: append to t1, set a property on t2.
 	mtx, err := catalog.NewMultiTableTransaction(cat)

@@ -41,6 +41,9 @@ type staged struct {
 	file   *icebergtable.MetadataFile // the new metadata file, or base for a no-op
 	op     *versionstore.Operation
 	desc   commitDescription
+	// lists are the manifest lists written by a rebase of a stale append
+	// (rebase.go), removed with file if the commit does not happen.
+	lists []string
 }
 
 func (a *api) updateTable(w http.ResponseWriter, r *http.Request) error {
@@ -164,6 +167,7 @@ func (a *api) commitTables(w http.ResponseWriter, r *http.Request, wr *warehouse
 			results = append(results, s)
 			if s.op != nil {
 				written = append(written, s.file.Location)
+				written = append(written, s.lists...)
 				ops = append(ops, *s.op)
 			}
 		}
@@ -190,6 +194,7 @@ func (a *api) commitTables(w http.ResponseWriter, r *http.Request, wr *warehouse
 	if err != nil {
 		if ae, ok := errors.AsType[*apiError](err); ok && ae.typ == typeCommitFailed {
 			a.metrics.refused.WithLabelValues(opName).Inc()
+			a.metrics.commits.WithLabelValues(opName, outcomeConflict).Inc()
 		}
 		return nil, err
 	}
@@ -243,12 +248,22 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 		}
 		base = s.base.Metadata
 	}
+	var (
+		stale    *staleAppend // main moved since the client read it
+		staleErr error
+	)
 	for _, rq := range req.Requirements {
 		if err := rq.Validate(base); err != nil {
 			if s.create && content != nil {
 				// The spec and Java's AssertTableDoesNotExist: a failed
 				// requirement, so the client may refresh and retry.
 				return nil, commitFailed("Requirement failed: table already exists: %s", id)
+			}
+			if sa, ok := staleMainRef(rq); ok && !s.create && stale == nil {
+				// Maybe an append the server can rebase (rebase.go), if
+				// every other requirement holds.
+				stale, staleErr = sa, err
+				continue
 			}
 			return nil, commitFailed("%v", err)
 		}
@@ -263,15 +278,31 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 		return nil, err
 	}
 	var b *table.MetadataBuilder
-	if s.create {
+	switch {
+	case stale != nil:
+		var rerr error
+		if b, s.lists, rerr = a.rebaseAppend(ctx, wh, base, content.MetadataLocation, stale, req.Updates); rerr != nil {
+			a.logger.DebugContext(ctx, "stale commit not rebased", "table", id.String(), "reason", rerr)
+			return nil, commitFailed("%v", staleErr)
+		}
+		// The manifest lists the rebase wrote go if anything below fails.
+		defer func() {
+			if s.op == nil {
+				a.removeFiles(ctx, s.lists...)
+			}
+		}()
+	case s.create:
 		b, err = table.NewMetadataBuilder(initialFormatVersion(req.Updates))
-	} else {
+	default:
 		b, err = table.MetadataBuilderFromBase(base, content.MetadataLocation)
 	}
 	if err != nil {
 		return nil, illegalArgument("cannot update table %s: %v", id, err)
 	}
 	for _, u := range req.Updates {
+		if stale != nil {
+			break // rebaseAppend applied them, re-parented
+		}
 		if err := u.Apply(b); err != nil {
 			return nil, updateFailed(id, u, err)
 		}
@@ -313,6 +344,7 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 	}
 	s.op = &versionstore.Operation{Kind: versionstore.OpPut, Key: id.key(), Content: icebergtable.TableContent(contentID, s.file)}
 	s.desc = describeTableChange(id, base, s.file)
+	s.desc.rebased = stale != nil
 	return s, nil
 }
 
@@ -429,12 +461,15 @@ func describeTransaction(results []*staged) commitDescription {
 	}
 	names := make([]string, 0, len(changed))
 	opsByTable := make([]string, 0, len(changed))
+	rebased := false
 	for _, s := range changed {
 		names = append(names, s.id.String())
 		opsByTable = append(opsByTable, s.id.String()+"="+s.desc.op)
+		rebased = rebased || s.desc.rebased
 	}
 	return commitDescription{
 		op:      "transaction",
+		rebased: rebased,
 		message: "iceberg: transaction on " + strings.Join(names, ", "),
 		props: map[string]string{
 			icebergtable.PropTables:     strings.Join(names, ","),

@@ -244,8 +244,8 @@ func TestServerSideRetry(t *testing.T) {
 
 	r := e.do(http.MethodGet, "/metrics", nil)
 	for _, name := range []string{
-		`floe_iceberg_commits_total{operation="update"} 8`,
-		`floe_iceberg_commits_total{operation="create"} 1`,
+		`floe_iceberg_commits_total{operation="update",outcome="ok"} 8`,
+		`floe_iceberg_commits_total{operation="create",outcome="ok"} 1`,
 		"floe_iceberg_commit_retries_total",
 		"floe_iceberg_commit_conflicts_total",
 	} {

@@ -18,6 +18,9 @@ type commitDescription struct {
 	op      string
 	message string
 	props   map[string]string
+	// rebased: a stale append of the commit was re-parented onto the
+	// current head (rebase.go).
+	rebased bool
 }
 
 // commit makes one store commit on branch, based on expected, described by
@@ -56,10 +59,14 @@ func (a *api) commit(ctx context.Context, w http.ResponseWriter, r *http.Request
 		kr.recorded = true
 		a.metrics.ikRecords.WithLabelValues("with-commit").Inc()
 	}
-	a.metrics.commits.WithLabelValues(desc.op).Inc()
+	outcome := outcomeOK
+	if desc.rebased {
+		outcome = outcomeRebased
+	}
+	a.metrics.commits.WithLabelValues(desc.op, outcome).Inc()
 	a.logger.InfoContext(ctx, "iceberg commit",
 		"operation", desc.op, "message", desc.message, "branch", branch,
-		"commit", res.Commit.Hash.String(), "rebased", res.Rebased,
+		"commit", res.Commit.Hash.String(), "rebased", res.Rebased, "append_rebased", desc.rebased,
 		"principal", principal, "request_id", requestID(w))
 	return res, nil
 }

@@ -10,7 +10,9 @@
 // commit on the branch, with a message and properties recording the Iceberg
 // operation. Table commits are validated and applied by the server and
 // retried server-side when another writer changed the same table between
-// read and commit. Mutations honour Idempotency-Key: a retry with the same
+// read and commit; a pure append made on a main that has since moved is
+// re-parented onto the new head (zero-retry appends, rebase.go, with
+// tablemerge) instead of answered 409. Mutations honour Idempotency-Key: a retry with the same
 // key is answered with the recorded outcome, and a commit's record is
 // written in the commit's own batch, so a commit whose answer was lost is
 // never made twice.

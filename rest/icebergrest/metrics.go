@@ -22,12 +22,23 @@ type metrics struct {
 	ikExpired    prometheus.Counter
 }
 
+// Outcomes of an Iceberg commit (floe_iceberg_commits_total's outcome
+// label): operators tell contention the server absorbed (rebased) from
+// real conflicts the clients saw.
+const (
+	outcomeOK       = "ok"
+	outcomeRebased  = "rebased"
+	outcomeConflict = "conflict"
+)
+
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		commits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "floe_iceberg_commits_total",
-			Help: "Catalog commits made through the Iceberg REST API, by Iceberg operation.",
-		}, []string{"operation"}),
+			Help: "Iceberg commits through the REST API, by Iceberg operation and outcome: ok (committed as sent), " +
+				"rebased (a stale append re-parented by the server onto the table's new head and committed), " +
+				"conflict (answered 409 CommitFailedException: a requirement failed).",
+		}, []string{"operation", "outcome"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "floe_iceberg_commit_retries_total",
 			Help: "Server-side retries of Iceberg commits after another writer changed the same entity, by operation.",
@@ -69,7 +80,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	for _, op := range icebergtable.Operations() {
-		m.commits.WithLabelValues(op)
+		for _, outcome := range []string{outcomeOK, outcomeRebased, outcomeConflict} {
+			m.commits.WithLabelValues(op, outcome)
+		}
 	}
 	for _, how := range []string{"with-commit", "alone"} {
 		m.ikRecords.WithLabelValues(how)

@@ -1,0 +1,144 @@
+package icebergrest_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Zero-retry appends at the HTTP level; conformance/icebergo drives them
+// with iceberg-go. The appends here are the bench's (bench_test.go): real
+// manifest and manifest list files, the commit an engine's fast append
+// sends.
+
+const hotPath = "/v1/lake/namespaces/ns/tables/t"
+
+func (e *testEnv) tableState() *tableState {
+	e.t.Helper()
+	st, err := decodeState(e.ok(http.MethodGet, hotPath, nil, http.StatusOK, nil).body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return st
+}
+
+// stagedAppend writes the files of an append on st and returns its commit.
+func (e *testEnv) stagedAppend(st *tableState) (int64, []byte) {
+	e.t.Helper()
+	id := newSnapshotID()
+	list, err := writeAppendFiles(st, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return id, appendCommitWithList(st, id, list, time.Now())
+}
+
+// TestRebasedAppendReplays: a stale append is rebased, and its retry with
+// the same Idempotency-Key replays the rebased answer without adding the
+// snapshot again.
+func TestRebasedAppendReplays(t *testing.T) {
+	e := newEnv(t)
+	e.createNamespace("lake", "ns")
+	e.createTable("lake", "ns", "t")
+	st0 := e.tableState()
+	idA, a := e.stagedAppend(st0)
+	idB, b := e.stagedAppend(st0) // made on the same, soon stale, main
+	e.ok(http.MethodPost, hotPath, string(a), http.StatusOK, nil)
+
+	key := newKey(t)
+	r := e.doKeyed(key, http.MethodPost, hotPath, string(b))
+	if r.status != http.StatusOK {
+		t.Fatalf("stale append: %d %s", r.status, r.body)
+	}
+	st, err := decodeState(r.body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *st.Metadata.CurrentSnapshotID != idB || len(st.Metadata.Snapshots) != 2 || st.Metadata.LastSequenceNumber != 2 {
+		t.Fatalf("after the rebased append: main %d (want %d, after %d), %d snapshots, last sequence number %d",
+			*st.Metadata.CurrentSnapshotID, idB, idA, len(st.Metadata.Snapshots), st.Metadata.LastSequenceNumber)
+	}
+	commits := e.commits()
+	again := e.doKeyed(key, http.MethodPost, hotPath, string(b))
+	if again.status != http.StatusOK || string(again.body) != string(r.body) {
+		t.Fatalf("replay: %d %.300s", again.status, again.body)
+	}
+	if e.commits() != commits {
+		t.Fatal("the replay committed again")
+	}
+	// Sent again without the key (a client that lost the answer), the
+	// landed append is refused, not published twice.
+	checkError(t, e.do(http.MethodPost, hotPath, string(b)), http.StatusConflict, "CommitFailedException", "")
+	if n := len(e.tableState().Metadata.Snapshots); n != 2 {
+		t.Fatalf("%d snapshots after resending a landed append", n)
+	}
+	metrics := string(e.do(http.MethodGet, "/metrics", nil).body)
+	if !strings.Contains(metrics, `floe_iceberg_commits_total{operation="append",outcome="rebased"} 1`) {
+		t.Errorf("rebased append not counted:\n%s", grepLines(metrics, "floe_iceberg_commits_total"))
+	}
+}
+
+// TestStaleCommitsNotRebased: a stale commit that is not certainly a pure
+// append on an ancestor of main is answered 409, as without rebasing.
+func TestStaleCommitsNotRebased(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(loc, body string) string
+	}{
+		{"manifest list outside the warehouse", func(_, body string) string {
+			return manifestListField.ReplaceAllString(body, `"manifest-list":"file:///etc/passwd"`)
+		}},
+		{"manifest list missing", func(loc, body string) string {
+			return manifestListField.ReplaceAllString(body, `"manifest-list":"`+loc+`/metadata/missing.avro"`)
+		}},
+		{"not an append", func(_, body string) string {
+			return strings.Replace(body, `"operation":"append"`, `"operation":"overwrite"`, 1)
+		}},
+		{"deletes files", func(_, body string) string {
+			return strings.Replace(body, `"added-data-files":"1"`, `"added-data-files":"1","deleted-data-files":"1"`, 1)
+		}},
+		{"another schema", func(_, body string) string {
+			return strings.Replace(body, `"schema-id":0`, `"schema-id":7`, 1)
+		}},
+		{"moves another ref", func(_, body string) string {
+			return strings.Replace(body, `]}`, `,{"action":"set-snapshot-ref","ref-name":"audit","type":"tag","snapshot-id":1}]}`, 1)
+		}},
+		{"property changed meanwhile", func(_, body string) string {
+			return strings.Replace(body, `]}`, `,{"action":"set-properties","updates":{"owner":"stale"}}]}`, 1)
+		}},
+		// The control: unchanged, the same stale append is rebased.
+		{"control", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.createNamespace("lake", "ns")
+			e.createTable("lake", "ns", "t")
+			st0 := e.tableState()
+			_, a := e.stagedAppend(st0)
+			_, b := e.stagedAppend(st0)
+			e.ok(http.MethodPost, hotPath, string(a), http.StatusOK, nil)
+			e.ok(http.MethodPost, hotPath, `{"requirements":[],"updates":[{"action":"set-properties","updates":{"owner":"fresh"}}]}`, http.StatusOK, nil)
+			if tc.edit == nil {
+				e.ok(http.MethodPost, hotPath, string(b), http.StatusOK, nil)
+				return
+			}
+			body := tc.edit(st0.Metadata.Location, string(b))
+			r := e.do(http.MethodPost, hotPath, body)
+			checkError(t, r, http.StatusConflict, "CommitFailedException", "")
+			if n := len(e.tableState().Metadata.Snapshots); n != 1 {
+				t.Fatalf("%d snapshots after a refused commit", n)
+			}
+		})
+	}
+}
+
+func grepLines(s, substr string) string {
+	var out []string
+	for l := range strings.Lines(s) {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "")
+}

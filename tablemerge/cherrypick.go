@@ -1,0 +1,438 @@
+package tablemerge
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+)
+
+// Summary properties a cherry-picked snapshot carries besides the source's
+// own: where it came from, so the table's snapshots metadata table names
+// the source of every picked snapshot.
+const (
+	// SummarySourceSnapshotID is the id of the snapshot that was picked.
+	SummarySourceSnapshotID = "floe.merge.source-snapshot-id"
+	// SummarySourceParentID is the id of the snapshot the picked one was
+	// made on, when it had a parent.
+	SummarySourceParentID = "floe.merge.source-parent-snapshot-id"
+	// SummarySourceRef names the lineage the snapshot came from (a catalog
+	// branch, or "main" for a client's commit re-parented on main).
+	SummarySourceRef = "floe.merge.source-ref"
+)
+
+// Errors callers branch on. Each is wrapped with the snapshot and file
+// involved.
+var (
+	// ErrNotAdditive: the snapshot does more than add files (it removes or
+	// rewrites files or manifests), so re-listing its manifests on another
+	// head would not reproduce its change.
+	ErrNotAdditive = errors.New("snapshot does not only add files")
+	// ErrAlreadyPublished: the snapshot, or one of its manifests, is
+	// already on the target; picking it again would publish its rows twice.
+	ErrAlreadyPublished = errors.New("snapshot already on the target")
+	// ErrUnsupported: the table or snapshot uses something the cherry-pick
+	// does not handle (format version 1, embedded manifest locations).
+	ErrUnsupported = errors.New("cannot cherry-pick")
+)
+
+// Files reads and writes a table's metadata files; icebergtable.Warehouse
+// implements it.
+type Files interface {
+	ReadFile(ctx context.Context, loc string) ([]byte, error)
+	WriteFile(ctx context.Context, loc string, data []byte) error
+}
+
+// Pick is one snapshot to cherry-pick and the snapshot it was made on in
+// its own lineage (nil when it was the table's first).
+type Pick struct {
+	Snapshot table.Snapshot
+	Parent   *table.Snapshot
+}
+
+// Request is a cherry-pick of Picks, oldest first, onto Branch of Head.
+// Each pick's Parent must be the previous pick's Snapshot or, for the
+// first, a snapshot of the source lineage.
+type Request struct {
+	Head         table.Metadata
+	HeadLocation string // Head's metadata file, recorded in the metadata log
+	Branch       string // the target's table branch; "" is main
+	Picks        []Pick
+	SourceRef    string // recorded as SummarySourceRef when not empty
+	// NewSnapshotID makes an id for a pick whose own id is already taken on
+	// the target. Nil uses a random positive id.
+	NewSnapshotID func() int64
+	// AppendOnly, when set, requires every pick to add only data files
+	// written with this partition spec (a pure append in the head's spec):
+	// otherwise ErrNotAdditive.
+	AppendOnly *int
+	// Now stamps the new snapshots; nil is time.Now.
+	Now func() time.Time
+}
+
+// Result is the cherry-pick's outcome: nothing of it is committed.
+type Result struct {
+	// Builder holds Head with the new snapshots added and Branch moved to
+	// the last of them. The caller may apply further updates, then Build.
+	Builder *table.MetadataBuilder
+	// Snapshots are the new snapshots, in the order of the picks.
+	Snapshots []table.Snapshot
+	// Written are the manifest lists written: the caller removes them if it
+	// does not commit the result.
+	Written []string
+}
+
+// CherryPick writes, for every pick, a snapshot on top of Branch of Head
+// that adds the files the pick added: a new manifest list holding the
+// target's manifests followed by the pick's own (those whose
+// added_snapshot_id is the pick), with the next sequence number and, for
+// format v3, row ids from the table's next-row-id.
+//
+// A pick keeps its snapshot id unless the target already has it. Its own
+// manifests are re-listed unchanged: their ADDED entries carry no data
+// sequence number and (v3) no first row id, so they inherit the new
+// snapshot's through the manifest list (the spec's sequence number and
+// row id inheritance). A manifest whose entries pin either is refused
+// rather than rewritten, as is a pick that removes or rewrites anything
+// (ErrNotAdditive). Entries keep the snapshot id the writer recorded,
+// which names the source snapshot when a fresh id was needed.
+//
+// The summary is the pick's, with totals recomputed against the new
+// parent and the source named (SummarySourceSnapshotID, ...).
+func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) {
+	head := req.Head
+	fv := head.Version()
+	if fv < 2 {
+		return nil, fmt.Errorf("%w: format version %d tables have no sequence numbers to assign", ErrUnsupported, fv)
+	}
+	branch := req.Branch
+	if branch == "" {
+		branch = table.MainBranch
+	}
+	now := time.Now
+	if req.Now != nil {
+		now = req.Now
+	}
+	newID := req.NewSnapshotID
+	if newID == nil {
+		newID = randomSnapshotID
+	}
+	b, err := table.MetadataBuilderFromBase(head, req.HeadLocation)
+	if err != nil {
+		return nil, fmt.Errorf("cherry-pick onto %s: %w", req.HeadLocation, err)
+	}
+
+	parent := head.SnapshotByName(branch)
+	var parentManifests []iceberg.ManifestFile
+	if parent != nil {
+		if parentManifests, err = readManifestList(ctx, files, *parent); err != nil {
+			return nil, err
+		}
+	}
+	onTarget := map[string]bool{}
+	for _, m := range parentManifests {
+		onTarget[m.FilePath()] = true
+	}
+	seq := head.LastSequenceNumber()
+	nextRowID := head.NextRowID()
+	res := &Result{Builder: b}
+	fail := func(err error) (*Result, error) { return res, err }
+
+	for _, p := range req.Picks {
+		src := p.Snapshot
+		if s, _ := b.SnapshotByID(src.SnapshotID); s != nil && s.ManifestList == src.ManifestList {
+			return fail(fmt.Errorf("%w: snapshot %d", ErrAlreadyPublished, src.SnapshotID))
+		}
+		added, err := addedManifests(ctx, files, p)
+		if err != nil {
+			return fail(err)
+		}
+		seq++
+		id := src.SnapshotID
+		for s, _ := b.SnapshotByID(id); s != nil; s, _ = b.SnapshotByID(id) {
+			id = newID()
+		}
+		relisted := make([]iceberg.ManifestFile, 0, len(added))
+		for _, m := range added {
+			if onTarget[m.FilePath()] {
+				return fail(fmt.Errorf("%w: manifest %s of snapshot %d", ErrAlreadyPublished, m.FilePath(), src.SnapshotID))
+			}
+			if req.AppendOnly != nil && (m.ManifestContent() != iceberg.ManifestContentData || int(m.PartitionSpecID()) != *req.AppendOnly) {
+				return fail(fmt.Errorf("%w: manifest %s of snapshot %d is not data written with partition spec %d",
+					ErrNotAdditive, m.FilePath(), src.SnapshotID, *req.AppendOnly))
+			}
+			if head.PartitionSpecByID(int(m.PartitionSpecID())) == nil {
+				return fail(fmt.Errorf("%w: manifest %s of snapshot %d uses partition spec %d, unknown to the target",
+					ErrUnsupported, m.FilePath(), src.SnapshotID, m.PartitionSpecID()))
+			}
+			r := relist(m, id)
+			if err := checkInherits(ctx, files, m, seq, src.SnapshotID); err != nil {
+				return fail(err)
+			}
+			relisted = append(relisted, r)
+		}
+		if src.SchemaID != nil && !hasSchema(head, *src.SchemaID) {
+			return fail(fmt.Errorf("%w: snapshot %d uses schema %d, unknown to the target", ErrUnsupported, src.SnapshotID, *src.SchemaID))
+		}
+
+		var parentID *int64
+		if parent != nil {
+			parentID = &parent.SnapshotID
+		}
+		listLoc := manifestListLocation(head.Location(), id)
+		var buf bytes.Buffer
+		w, err := newManifestListWriter(fv, &buf, id, seq, nextRowID, parentID)
+		if err != nil {
+			return fail(fmt.Errorf("cherry-pick snapshot %d: %w", src.SnapshotID, err))
+		}
+		all := append(append(make([]iceberg.ManifestFile, 0, len(parentManifests)+len(relisted)), parentManifests...), relisted...)
+		if err := w.AddManifests(all); err != nil {
+			return fail(fmt.Errorf("cherry-pick snapshot %d: list manifests: %w", src.SnapshotID, err))
+		}
+		if err := w.Close(); err != nil {
+			return fail(fmt.Errorf("cherry-pick snapshot %d: list manifests: %w", src.SnapshotID, err))
+		}
+		if err := files.WriteFile(ctx, listLoc, buf.Bytes()); err != nil {
+			return fail(fmt.Errorf("cherry-pick snapshot %d: write manifest list: %w", src.SnapshotID, err))
+		}
+		res.Written = append(res.Written, listLoc)
+
+		snap := table.Snapshot{
+			SnapshotID:       id,
+			ParentSnapshotID: parentID,
+			SequenceNumber:   seq,
+			TimestampMs:      max(now().UnixMilli(), src.TimestampMs),
+			ManifestList:     listLoc,
+			Summary:          pickedSummary(src, p.Parent, parent, req.SourceRef),
+			SchemaID:         src.SchemaID,
+		}
+		if fv >= 3 {
+			first := nextRowID
+			next := *w.NextRowID()
+			addedRows := next - first
+			snap.FirstRowID, snap.AddedRows = &first, &addedRows
+			nextRowID = next
+		}
+		if err := b.AddSnapshot(&snap); err != nil {
+			return fail(fmt.Errorf("cherry-pick snapshot %d: %w", src.SnapshotID, err))
+		}
+		if err := b.SetSnapshotRef(branch, id, table.BranchRef); err != nil {
+			return fail(fmt.Errorf("cherry-pick snapshot %d: move %s: %w", src.SnapshotID, branch, err))
+		}
+		res.Snapshots = append(res.Snapshots, snap)
+		// The list just written is what the next pick goes on top of: read
+		// back, its manifests carry the sequence numbers and row ids
+		// assigned here.
+		if parentManifests, err = iceberg.ReadManifestList(bytes.NewReader(buf.Bytes())); err != nil {
+			return fail(fmt.Errorf("cherry-pick snapshot %d: read back manifest list: %w", src.SnapshotID, err))
+		}
+		for _, m := range relisted {
+			onTarget[m.FilePath()] = true
+		}
+		parent = &res.Snapshots[len(res.Snapshots)-1]
+	}
+	return res, nil
+}
+
+// addedManifests returns the manifests the pick added to its parent's
+// list, after checking that it only added: every manifest of the parent
+// is still listed, and each new one was written by the pick itself and
+// has only ADDED entries.
+func addedManifests(ctx context.Context, files Files, p Pick) ([]iceberg.ManifestFile, error) {
+	src := p.Snapshot
+	mine, err := readManifestList(ctx, files, src)
+	if err != nil {
+		return nil, err
+	}
+	kept := map[string]bool{}
+	if p.Parent != nil {
+		before, err := readManifestList(ctx, files, *p.Parent)
+		if err != nil {
+			return nil, err
+		}
+		listed := map[string]bool{}
+		for _, m := range mine {
+			listed[m.FilePath()] = true
+		}
+		for _, m := range before {
+			if !listed[m.FilePath()] {
+				return nil, fmt.Errorf("%w: snapshot %d no longer lists manifest %s of its parent %d",
+					ErrNotAdditive, src.SnapshotID, m.FilePath(), p.Parent.SnapshotID)
+			}
+			kept[m.FilePath()] = true
+		}
+	}
+	var added []iceberg.ManifestFile
+	for _, m := range mine {
+		if kept[m.FilePath()] {
+			continue
+		}
+		if m.SnapshotID() != src.SnapshotID {
+			return nil, fmt.Errorf("%w: snapshot %d lists manifest %s added by snapshot %d, not in its parent",
+				ErrNotAdditive, src.SnapshotID, m.FilePath(), m.SnapshotID())
+		}
+		if m.ExistingDataFiles() != 0 || m.DeletedDataFiles() != 0 {
+			return nil, fmt.Errorf("%w: snapshot %d wrote manifest %s with %d existing and %d deleted entries",
+				ErrNotAdditive, src.SnapshotID, m.FilePath(), m.ExistingDataFiles(), m.DeletedDataFiles())
+		}
+		added = append(added, m)
+	}
+	return added, nil
+}
+
+// relist is m as a manifest added by snapshot id whose sequence number
+// (and v3 first row id) the manifest list writer assigns.
+func relist(m iceberg.ManifestFile, id int64) iceberg.ManifestFile {
+	return iceberg.NewManifestFile(m.Version(), m.FilePath(), m.Length(), m.PartitionSpecID(), id).
+		Content(m.ManifestContent()).
+		SequenceNum(-1, -1).
+		AddedFiles(m.AddedDataFiles()).
+		ExistingFiles(m.ExistingDataFiles()).
+		DeletedFiles(m.DeletedDataFiles()).
+		AddedRows(m.AddedRows()).
+		ExistingRows(m.ExistingRows()).
+		DeletedRows(m.DeletedRows()).
+		Partitions(m.Partitions()).
+		KeyMetadata(m.KeyMetadata()).
+		Build()
+}
+
+// checkInherits reads m's entries as they would be read once m is listed
+// with sequence number seq and no first row id, and refuses the pick
+// unless every entry is ADDED and takes both from the list: an entry that
+// pinned its own data sequence number would keep the source's, older than
+// the target's deletes, and one that pinned a row id could collide with
+// the target's.
+func checkInherits(ctx context.Context, files Files, m iceberg.ManifestFile, seq, srcID int64) error {
+	data, err := files.ReadFile(ctx, m.FilePath())
+	if err != nil {
+		return fmt.Errorf("read manifest %s of snapshot %d: %w", m.FilePath(), srcID, err)
+	}
+	probe := iceberg.NewManifestFile(m.Version(), m.FilePath(), m.Length(), m.PartitionSpecID(), srcID).
+		Content(m.ManifestContent()).SequenceNum(seq, seq).Build()
+	entries, err := iceberg.ReadManifest(probe, bytes.NewReader(data), false)
+	if err != nil {
+		return fmt.Errorf("read manifest %s of snapshot %d: %w", m.FilePath(), srcID, err)
+	}
+	for _, e := range entries {
+		path := e.DataFile().FilePath()
+		switch {
+		case e.Status() != iceberg.EntryStatusADDED:
+			return fmt.Errorf("%w: manifest %s of snapshot %d has a %v entry for %s", ErrNotAdditive, m.FilePath(), srcID, e.Status(), path)
+		case e.SequenceNum() != seq || (e.FileSequenceNum() != nil && *e.FileSequenceNum() != seq):
+			return fmt.Errorf("%w: manifest %s of snapshot %d pins the sequence number of %s", ErrUnsupported, m.FilePath(), srcID, path)
+		case m.ManifestContent() == iceberg.ManifestContentData && e.DataFile().FirstRowID() != nil:
+			return fmt.Errorf("%w: manifest %s of snapshot %d pins the first row id of %s", ErrUnsupported, m.FilePath(), srcID, path)
+		}
+	}
+	return nil
+}
+
+func readManifestList(ctx context.Context, files Files, s table.Snapshot) ([]iceberg.ManifestFile, error) {
+	if s.ManifestList == "" {
+		return nil, fmt.Errorf("%w: snapshot %d has no manifest list", ErrUnsupported, s.SnapshotID)
+	}
+	data, err := files.ReadFile(ctx, s.ManifestList)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", s.SnapshotID, err)
+	}
+	list, err := iceberg.ReadManifestList(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("read manifest list %s of snapshot %d: %w", s.ManifestList, s.SnapshotID, err)
+	}
+	return list, nil
+}
+
+func newManifestListWriter(fv int, buf *bytes.Buffer, id, seq, firstRowID int64, parent *int64) (*iceberg.ManifestListWriter, error) {
+	if fv >= 3 {
+		return iceberg.NewManifestListWriterV3(buf, id, seq, firstRowID, parent)
+	}
+	return iceberg.NewManifestListWriterV2(buf, id, seq, parent)
+}
+
+// manifestListLocation follows Java's naming (snap-<id>-<attempt>-<uuid>),
+// with a fresh uuid so a retried cherry-pick never overwrites a list a
+// committed snapshot points at.
+func manifestListLocation(tableLoc string, id int64) string {
+	return fmt.Sprintf("%s/metadata/snap-%d-1-%s.avro", strings.TrimRight(tableLoc, "/"), id, uuid.NewString())
+}
+
+func hasSchema(m table.Metadata, id int) bool {
+	for _, s := range m.Schemas() {
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// totals are the summary's running totals, each paired with the added and
+// removed counts that move it (as iceberg-go and Java compute them).
+var totals = []struct{ total, added, removed string }{
+	{"total-data-files", "added-data-files", "deleted-data-files"},
+	{"total-delete-files", "added-delete-files", "removed-delete-files"},
+	{"total-records", "added-records", "deleted-records"},
+	{"total-files-size", "added-files-size", "removed-files-size"},
+	{"total-position-deletes", "added-position-deletes", "removed-position-deletes"},
+	{"total-equality-deletes", "added-equality-deletes", "removed-equality-deletes"},
+}
+
+// pickedSummary is src's summary with its totals recomputed on top of the
+// new parent's and the source recorded.
+func pickedSummary(src table.Snapshot, srcParent, parent *table.Snapshot, sourceRef string) *table.Summary {
+	props := iceberg.Properties{}
+	op := table.OpAppend
+	if src.Summary != nil {
+		op = src.Summary.Operation
+		for k, v := range src.Summary.Properties {
+			props[k] = v
+		}
+	}
+	var prev iceberg.Properties
+	if parent != nil && parent.Summary != nil {
+		prev = parent.Summary.Properties
+	}
+	for _, t := range totals {
+		_, had := props[t.total]
+		delete(props, t.total)
+		// A total is only known if the parent knew it (or there is no
+		// parent) and the source kept one.
+		if !had || (parent != nil && (prev == nil || prev[t.total] == "")) {
+			continue
+		}
+		n := prev.GetInt64(t.total, 0) + props.GetInt64(t.added, 0) - props.GetInt64(t.removed, 0)
+		if n >= 0 {
+			props[t.total] = strconv.FormatInt(n, 10)
+		}
+	}
+	props[SummarySourceSnapshotID] = strconv.FormatInt(src.SnapshotID, 10)
+	if srcParent != nil {
+		props[SummarySourceParentID] = strconv.FormatInt(srcParent.SnapshotID, 10)
+	}
+	if sourceRef != "" {
+		props[SummarySourceRef] = sourceRef
+	}
+	return &table.Summary{Operation: op, Properties: props}
+}
+
+func randomSnapshotID() int64 {
+	u := uuid.New()
+	var v int64
+	for _, c := range u[:8] {
+		v = v<<8 | int64(c)
+	}
+	if v < 0 {
+		v = -v
+	}
+	if v <= 0 {
+		v = 1
+	}
+	return v
+}

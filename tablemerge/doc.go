@@ -1,0 +1,16 @@
+// Package tablemerge is the Iceberg writing side of floe's merge engine: it
+// cherry-picks snapshots from one lineage of a table onto the head of
+// another, writing new manifest lists and returning new table metadata.
+// The server's zero-retry appends (an append whose parent went stale is
+// re-parented onto the new head) and the coming Iceberg-aware merges and
+// rebases are built on it.
+//
+// A cherry-pick re-lists the source snapshot's own manifests after the
+// target head's: data and delete files are never copied or rewritten, and
+// manifest files are reused as they are. It only writes manifest lists
+// through the Files it is given; the caller writes the metadata file (with
+// icebergtable) and commits it.
+//
+// The package may import iceberg-go and icebergtable. It must not import
+// net/http or any rest/ package: the APIs call it, never the other way.
+package tablemerge
