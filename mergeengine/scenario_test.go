@@ -308,4 +308,3 @@ func (d *scenario) alter(t *testing.T, td *datadriven.TestData) {
 		td.Fatalf(t, "alter: %v", err)
 	}
 }
-
