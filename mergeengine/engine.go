@@ -198,8 +198,12 @@ func (e *Engine) attempt(ctx context.Context, req versionstore.MergeRequest) (*R
 		base, src, tgt := contents[0][enc], contents[1][enc], contents[2][enc]
 		out, resolved, err := e.resolveTable(ctx, k, base, src, tgt, req, &w)
 		if err != nil {
-			w.remove(ctx, e)
-			return &Result{MergeResult: res, Tables: outcomes}, false, fmt.Errorf("merge %s: %w", k.String(), err)
+			// A table floe cannot read (a location outside the
+			// warehouses, a missing file) keeps its plain key conflict,
+			// with the reason: a merge of it by content is refused, never
+			// guessed.
+			e.logger.WarnContext(ctx, "merge: cannot merge a table changed on both sides by content", "key", k.String(), "err", err)
+			out, resolved = &TableOutcome{Key: k, Reason: "cannot merge the table by content: " + err.Error()}, nil
 		}
 		outcomes = append(outcomes, *out)
 		if !out.Merged {
