@@ -177,9 +177,11 @@ func (e *Engine) attempt(ctx context.Context, req versionstore.MergeRequest) (*R
 		if err != nil {
 			return &Result{MergeResult: res}, false, err
 		}
-		// No conflicts: the plain merge, with the caller's check.
+		// No conflicts: the plain merge, with the caller's check. A
+		// conflict now means the target changed a key in between: plan
+		// again, which resolves it if it is a table floe can merge.
 		res, err := e.store.Merge(ctx, req)
-		return &Result{MergeResult: res}, false, err
+		return &Result{MergeResult: res}, errors.As(err, &ce), err
 	}
 	keys, ok := e.resolvable(req, res)
 	if !ok {
