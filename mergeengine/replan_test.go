@@ -84,3 +84,55 @@ func TestReplanWhenTargetMoves(t *testing.T) {
 		t.Fatalf("rows:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestCheckSeesResolvedContent: the merge's check (authorization) is
+// asked about exactly what is written: the table's new metadata file, not
+// the source's value, and the commit holds what it approved.
+func TestCheckSeesResolvedContent(t *testing.T) {
+	d := newScenario(t)
+	for _, l := range []string{
+		"table table=ns.t",
+		"branch etl",
+		"append on=etl table=ns.t day=2026-08-20 rows=1",
+		"append table=ns.t day=2026-08-21 rows=1",
+	} {
+		d.run(t, directive(l))
+	}
+	wh, err := icebergtable.OpenWarehouse(icebergtable.Config{Name: "lake", Location: d.srv.Warehouse})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := mergeengine.New(mergeengine.Options{Store: d.srv.Store, Warehouses: []*icebergtable.Warehouse{wh}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := d.srv.Store
+	src, _ := st.GetRef("etl")
+	tgt, _ := st.GetRef("main")
+	key := versionstore.ContentKey{"ns", "t"}
+	srcVal, _ := st.GetContent(t.Context(), src.Head, key)
+	tgtVal, _ := st.GetContent(t.Context(), tgt.Head, key)
+	var approved []versionstore.CheckedChange
+	res, err := eng.MergeTables(t.Context(), versionstore.MergeRequest{
+		Target: "main", ExpectedTarget: tgt.Head, From: src.Head, FromRef: "etl", Committer: "test",
+		Check: func(_ context.Context, ch []versionstore.CheckedChange) error { approved = ch; return nil },
+	})
+	if err != nil || !res.WasApplied {
+		t.Fatalf("merge: %v", err)
+	}
+	if len(approved) != 1 || approved[0].After == nil || approved[0].Before == nil {
+		t.Fatalf("checked changes %+v", approved)
+	}
+	after := approved[0].After
+	if after.MetadataLocation == srcVal.MetadataLocation || after.MetadataLocation == tgtVal.MetadataLocation ||
+		approved[0].Before.MetadataLocation != tgtVal.MetadataLocation || after.ID != tgtVal.ID {
+		t.Fatalf("check saw %s (before %s); source %s, target %s", after.MetadataLocation, approved[0].Before.MetadataLocation, srcVal.MetadataLocation, tgtVal.MetadataLocation)
+	}
+	merged, _ := st.GetContent(t.Context(), res.ResultantHash, key)
+	if merged.MetadataLocation != after.MetadataLocation {
+		t.Fatalf("committed %s, approved %s", merged.MetadataLocation, after.MetadataLocation)
+	}
+	if len(res.Tables) != 1 || !res.Tables[0].Merged || len(res.Tables[0].Picked) != 1 {
+		t.Fatalf("tables %+v", res.Tables)
+	}
+}

@@ -127,33 +127,49 @@ func (d *scenario) scanRows(t *testing.T, td *datadriven.TestData) string {
 	return b.String()
 }
 
-// snapshots on=B table=T: the table's main history, oldest first, as its
-// snapshots metadata table shows it: operation, records added, and for a
-// cherry-picked snapshot where it came from.
+// snapshots on=B table=T: the table's snapshots metadata table (read
+// through iceberg-go's Inspect), in the order the metadata lists them:
+// sequence number, operation and records added; a cherry-picked snapshot
+// shows floe.merge.source-ref and whether its floe.merge.source-snapshot-id
+// is a snapshot of the table on that branch.
 func (d *scenario) snapshots(t *testing.T, td *datadriven.TestData) string {
 	tbl := d.load(t, td)
-	meta := tbl.Metadata()
-	var chain []string
-	for s := meta.CurrentSnapshot(); s != nil; {
-		line := "?"
-		if s.Summary != nil {
-			p := s.Summary.Properties
-			line = fmt.Sprintf("seq %d %s +%s rows (total %s)", s.SequenceNumber, s.Summary.Operation, p["added-records"], p["total-records"])
-			if id, ok := p[tablemerge.SummarySourceSnapshotID]; ok {
-				line += fmt.Sprintf(" picked from %s", p[tablemerge.SummarySourceRef])
-				if src := meta.SnapshotByID(parseInt(id)); src != nil && src.SnapshotID != s.SnapshotID {
-					line += " (fresh id)"
-				}
-			}
-		}
-		chain = append(chain, line)
-		if s.ParentSnapshotID == nil {
-			break
-		}
-		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	rr, err := tbl.Inspect().Snapshots(t.Context())
+	if err != nil {
+		td.Fatalf(t, "inspect snapshots: %v", err)
 	}
-	slices.Reverse(chain)
-	return strings.Join(chain, "\n") + "\n"
+	defer rr.Release()
+	var b strings.Builder
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		ids := rec.Column(1).(*array.Int64)
+		ops := rec.Column(3).(*array.String)
+		sums := rec.Column(5).(*array.Map)
+		keys, vals := sums.Keys().(*array.String), sums.Items().(*array.String)
+		for i := range int(rec.NumRows()) {
+			p := map[string]string{}
+			lo, hi := sums.ValueOffsets(i)
+			for j := lo; j < hi; j++ {
+				p[keys.Value(int(j))] = vals.Value(int(j))
+			}
+			seq := tbl.Metadata().SnapshotByID(ids.Value(i)).SequenceNumber
+			fmt.Fprintf(&b, "seq %d %s +%s rows (total %s)", seq, ops.Value(i), p["added-records"], p["total-records"])
+			if id, ok := p[tablemerge.SummarySourceSnapshotID]; ok {
+				ref := p[tablemerge.SummarySourceRef]
+				src := d.load(t, &datadriven.TestData{Cmd: "load", CmdArgs: []datadriven.CmdArg{{Key: "on", Vals: []string{ref}}, {Key: "table", Vals: []string{arg(t, td, "table")}}}})
+				names := "names no snapshot of " + ref
+				if src.Metadata().SnapshotByID(parseInt(id)) != nil {
+					names = "names a snapshot of " + ref
+				}
+				fmt.Fprintf(&b, " %s=%s, %s", tablemerge.SummarySourceRef, ref, names)
+			}
+			b.WriteString("\n")
+		}
+	}
+	if err := rr.Err(); err != nil {
+		td.Fatalf(t, "inspect snapshots: %v", err)
+	}
+	return b.String()
 }
 
 func parseInt(s string) int64 {
