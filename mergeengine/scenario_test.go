@@ -12,6 +12,7 @@ package mergeengine_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -54,10 +55,11 @@ var testSchema = iceberg.NewSchema(0,
 )
 
 type scenario struct {
-	srv    *testserver.Server
-	cats   map[string]*rest.Catalog
-	nextID int64
-	policy *denyPolicy
+	srv     *testserver.Server
+	cats    map[string]*rest.Catalog
+	nextID  int64
+	scratch int
+	policy  *denyPolicy
 }
 
 // denyPolicy refuses a Nessie merge that writes a table its deny set
@@ -97,6 +99,12 @@ func (d *scenario) run(t *testing.T, td *datadriven.TestData) string {
 		d.appendRows(t, td)
 	case "alter":
 		d.alter(t, td)
+	case "delete":
+		d.delete(t, td)
+	case "overwrite":
+		d.overwrite(t, td)
+	case "compact":
+		d.compact(t, td)
 	case "deny":
 		d.policy.mu.Lock()
 		d.policy.deny[td.CmdArgs[0].Key+" "+td.CmdArgs[1].Key] = true
@@ -306,5 +314,86 @@ func (d *scenario) alter(t *testing.T, td *datadriven.TestData) {
 	}
 	if _, err := tx.Commit(t.Context()); err != nil {
 		td.Fatalf(t, "alter: %v", err)
+	}
+}
+
+// delete on=BRANCH table=T (day=D | id=N): a copy-on-write delete of a
+// whole day, or of one row (its file is rewritten).
+func (d *scenario) delete(t *testing.T, td *datadriven.TestData) {
+	tbl := d.load(t, td)
+	var filter iceberg.BooleanExpression
+	if id := optArg(td, "id", ""); id != "" {
+		n, _ := strconv.ParseInt(id, 10, 64)
+		filter = iceberg.EqualTo(iceberg.Reference("id"), n)
+	} else {
+		filter = dayFilter(dayStart(t, td))
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.Delete(t.Context(), filter, nil); err != nil {
+		td.Fatalf(t, "delete: %v", err)
+	}
+	if _, err := tx.Commit(t.Context()); err != nil {
+		td.Fatalf(t, "delete: %v", err)
+	}
+}
+
+// overwrite on=BRANCH table=T day=D rows=N: replaces day D's rows with N
+// new ones.
+func (d *scenario) overwrite(t *testing.T, td *datadriven.TestData) {
+	tbl := d.load(t, td)
+	day := dayStart(t, td)
+	n, _ := strconv.Atoi(arg(t, td, "rows"))
+	at := d.rows(t, tbl, day, n, nil)
+	defer at.Release()
+	tx := tbl.NewTransaction()
+	if err := tx.OverwriteTable(t.Context(), at, 1024, nil, table.WithOverwriteFilter(dayFilter(day))); err != nil {
+		td.Fatalf(t, "overwrite: %v", err)
+	}
+	if _, err := tx.Commit(t.Context()); err != nil {
+		td.Fatalf(t, "overwrite: %v", err)
+	}
+}
+
+// compact on=BRANCH table=T day=D: rewrites day D's data files into one,
+// as a compaction job does (iceberg-go records it as an "overwrite"). The new file is
+// written by appending the day's rows to a scratch table first.
+func (d *scenario) compact(t *testing.T, td *datadriven.TestData) {
+	ctx := t.Context()
+	tbl := d.load(t, td)
+	day := dayStart(t, td)
+	scan := tbl.Scan(table.WithRowFilter(dayFilter(day)))
+	tasks, err := scan.PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old []string
+	for _, task := range tasks {
+		old = append(old, task.File.FilePath())
+	}
+	rows, err := scan.ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Release()
+	d.scratch++
+	cat := d.catalog(t, optArg(td, "on", versionstore.DefaultBranch))
+	scratchID := catalog.ToIdentifier(append(catalog.NamespaceFromIdent(tbl.Identifier()), fmt.Sprintf("scratch%d", d.scratch))...)
+	scratch, err := cat.CreateTable(ctx, scratchID, tbl.Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scratch, err = scratch.AppendTable(ctx, rows, 1024, nil); err != nil {
+		t.Fatal(err)
+	}
+	stasks, err := scratch.Scan().PlanFiles(ctx)
+	if err != nil || len(stasks) != 1 {
+		t.Fatalf("scratch files: %v %d", err, len(stasks))
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.ReplaceDataFiles(ctx, old, []string{stasks[0].File.FilePath()}, nil); err != nil {
+		td.Fatalf(t, "compact: %v", err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		td.Fatalf(t, "compact: %v", err)
 	}
 }
