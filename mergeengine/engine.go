@@ -327,6 +327,15 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("source: %w", err)
 	}
+	if base != nil {
+		baseFile, err := wh.ReadTable(ctx, base)
+		if err != nil {
+			return nil, nil, fmt.Errorf("merge base: %w", err)
+		}
+		if why := aliased(baseFile.Metadata, srcFile.Metadata); why != "" {
+			return refuse(why)
+		}
+	}
 	picks := unpublished(srcFile.Metadata, tgtFile.Metadata, c.Source.Snapshots)
 	if len(picks) == 0 {
 		// Everything the source added is on the target already: merging
@@ -403,6 +412,36 @@ func unpublished(srcMeta, tgtMeta table.Metadata, snaps []classify.Snapshot) []t
 		picks = append(picks, p)
 	}
 	return picks
+}
+
+// aliased says why the source's history cannot be read against the base
+// when it reaches the base's snapshot id through a different snapshot: a
+// cherry-picked copy that kept its source's id (tablemerge keeps ids the
+// target does not have). That happens when a branch merged into another
+// is merged back the other way: the classifier, which walks to the base's
+// id, would see none of the snapshots the source added before the copy,
+// and their rows would silently not be merged. "" when the history is
+// plain.
+func aliased(baseMeta, srcMeta table.Metadata) string {
+	b := baseMeta.SnapshotByName(table.MainBranch)
+	if b == nil {
+		return ""
+	}
+	for s := srcMeta.SnapshotByName(table.MainBranch); s != nil; {
+		if s.SnapshotID == b.SnapshotID {
+			if s.ManifestList != b.ManifestList {
+				return fmt.Sprintf("the source's history reaches the base's snapshot %d through a cherry-picked copy of it "+
+					"(this branch was merged into the other before), so what the source added since the base cannot be told apart; "+
+					"merge the table with FORCE or DROP, or rewrite it on the target", b.SnapshotID)
+			}
+			return ""
+		}
+		if s.ParentSnapshotID == nil {
+			return ""
+		}
+		s = srcMeta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return ""
 }
 
 func sourceID(s table.Snapshot) (int64, bool) {
