@@ -31,6 +31,10 @@ type Config struct {
 	Iceberg icebergrest.Deps
 	// Nessie configures the Nessie API v2, filled in as Iceberg is.
 	Nessie nessie.Deps
+	// MergePartitionOverlap is the catalog default for tables without the
+	// floe.merge.partition-overlap property: allow, check or refuse; ""
+	// is check (mergeengine.DefaultOverlapRule).
+	MergePartitionOverlap string
 	// Routes are extra routes, mounted after the APIs'; for tests and
 	// embedders. They must only register handlers.
 	Routes []server.Mount

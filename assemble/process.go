@@ -152,6 +152,11 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 			return nil, &ServiceError{Service: "merge classification", Err: err}
 		}
 	}
+	if nessieDeps.Merger == nil {
+		if nessieDeps.Merger, err = newMerger(cfg, p.store, logger); err != nil {
+			return nil, &ServiceError{Service: "merge engine", Err: err}
+		}
+	}
 	// The Nessie API keeps no state of its own beyond its Deps: Register
 	// only wraps handlers around the store and the guard built above.
 

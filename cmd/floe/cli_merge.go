@@ -87,8 +87,11 @@ func newMergeCommand() *cobra.Command {
 		Use:   "merge SRC",
 		Short: "Merge a reference into a branch",
 		Long: "Merge the commits of SRC (a branch, tag, name@hash or @hash) that the target\n" +
-			"branch lacks into it. Conflicting keys fail the merge, listed with their\n" +
-			"conflict type, unless --mode or --default-mode says to FORCE or DROP them.\n" +
+			"branch lacks into it. An Iceberg table changed on both sides is merged by\n" +
+			"cherry-picking SRC's snapshots onto the target's when they touch other\n" +
+			"partitions (or the same ones, as the table's floe.merge.partition-overlap\n" +
+			"allows); other conflicting keys fail the merge, listed with their conflict\n" +
+			"type and floe's reason, unless --mode or --default-mode says to FORCE or DROP them.\n" +
 			"With --dry-run, each Iceberg table changed on both sides is classified\n" +
 			"(fast-forward, disjoint, partition-overlap, file-conflict, structural) with\n" +
 			"the partitions and files each side touched.",

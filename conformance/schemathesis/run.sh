@@ -17,42 +17,9 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 python="${PYTHON:-python3}"
-venv="$root/.cache/venv-schemathesis"
-stamp="$venv/.floe-requirements.sha256"
-requirements="$here/requirements.txt"
-
-if ! command -v "$python" >/dev/null 2>&1; then
-	echo "schemathesis harness: $python not found; install Python 3.10+ with pip" >&2
-	exit 1
-fi
-"$python" - <<'PY' || exit 1
-import sys
-if sys.version_info < (3, 10):
-    sys.exit(f"schemathesis harness: Python 3.10+ needed, {sys.executable} is {sys.version.split()[0]}")
-PY
-
-want="$( { "$python" -c 'import sys; print(sys.version)'; cat "$requirements"; } | sha256sum | cut -d' ' -f1)"
-
-if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-	echo "schemathesis harness: virtualenv $venv is up to date"
-else
-	echo "schemathesis harness: creating $venv and installing requirements.txt"
-	rm -rf "$venv"
-	mkdir -p "$root/.cache"
-	export PIP_CACHE_DIR="$root/.cache/pip" PIP_DISABLE_PIP_VERSION_CHECK=1
-	if "$python" -m venv "$venv" 2>/dev/null && [[ -x "$venv/bin/pip" ]]; then
-		pip=("$venv/bin/python" -m pip)
-	else
-		# Interpreters without ensurepip: a bare venv filled by the
-		# interpreter's own pip.
-		echo "schemathesis harness: venv has no pip; installing with $python -m pip --python"
-		rm -rf "$venv"
-		"$python" -m venv --without-pip "$venv"
-		pip=("$python" -m pip --python "$venv/bin/python")
-	fi
-	"${pip[@]}" install --quiet --prefer-binary --no-input -r "$requirements"
-	echo "$want" >"$stamp"
-fi
+# shellcheck source=../venv.sh
+source "$here/../venv.sh"
+floe_venv "schemathesis harness" venv-schemathesis "$here/requirements.txt"
 
 export PYTHONDONTWRITEBYTECODE=1
 export FLOE_BIN="${FLOE_BIN:-$root/bin/floe}"

@@ -17,26 +17,18 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 python="${PYTHON:-python3}"
 mvn="${MVN:-mvn}"
-venv="$root/.cache/venv-spark"
-stamp="$venv/.floe-requirements.sha256"
-requirements="$here/requirements.txt"
 
 # The Iceberg Spark runtime for Spark 4.0 and Scala 2.13, from Maven Central.
 iceberg_version=1.10.2
 runtime="org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:$iceberg_version"
 jar="$root/.cache/m2/org/apache/iceberg/iceberg-spark-runtime-4.0_2.13/$iceberg_version/iceberg-spark-runtime-4.0_2.13-$iceberg_version.jar"
 
-for tool in "$python" java "$mvn"; do
+for tool in java "$mvn"; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
 		echo "spark conformance: $tool not found; install Python 3.10+ with pip, Java 17+ and Maven 3.8+" >&2
 		exit 1
 	fi
 done
-"$python" - <<'PY' || exit 1
-import sys
-if sys.version_info < (3, 10):
-    sys.exit(f"spark conformance: Python 3.10+ needed, {sys.executable} is {sys.version.split()[0]}")
-PY
 # pyspark 4.0 runs on Java 17 or later only.
 java_major="$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = \([0-9]*\).*/\1/p')"
 if [[ -z "$java_major" || "$java_major" -lt 17 ]]; then
@@ -44,27 +36,9 @@ if [[ -z "$java_major" || "$java_major" -lt 17 ]]; then
 	exit 1
 fi
 
-want="$( { "$python" -c 'import sys; print(sys.version)'; cat "$requirements"; } | sha256sum | cut -d' ' -f1)"
-if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-	echo "spark conformance: virtualenv $venv is up to date"
-else
-	echo "spark conformance: creating $venv and installing requirements.txt (pyspark is about 450 MB)"
-	rm -rf "$venv"
-	mkdir -p "$root/.cache"
-	export PIP_CACHE_DIR="$root/.cache/pip" PIP_DISABLE_PIP_VERSION_CHECK=1
-	if "$python" -m venv "$venv" 2>/dev/null && [[ -x "$venv/bin/pip" ]]; then
-		pip=("$venv/bin/python" -m pip)
-	else
-		# Debian-style interpreters without ensurepip: a bare venv that
-		# the interpreter's own pip installs into.
-		echo "spark conformance: venv has no pip; installing with $python -m pip --python"
-		rm -rf "$venv"
-		"$python" -m venv --without-pip "$venv"
-		pip=("$python" -m pip --python "$venv/bin/python")
-	fi
-	"${pip[@]}" install --quiet --prefer-binary --no-input -r "$requirements"
-	echo "$want" >"$stamp"
-fi
+# shellcheck source=../venv.sh
+source "$here/../venv.sh"
+floe_venv "spark conformance" venv-spark "$here/requirements.txt" "pyspark is about 450 MB"
 
 if [[ ! -f "$jar" ]]; then
 	echo "spark conformance: fetching $runtime into .cache/m2"

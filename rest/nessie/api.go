@@ -56,6 +56,11 @@ type Deps struct {
 	// finds changed on both sides (classification.go); nil reports plain key
 	// conflicts, as Nessie does.
 	Classifier Classifier
+	// Merger, if set, performs merges that are not dry runs: it resolves
+	// Iceberg tables changed on both sides by cherry-picking the source's
+	// snapshots where allowed (package mergeengine); nil merges at key
+	// level only, as Nessie does.
+	Merger Merger
 }
 
 type api struct {
@@ -65,6 +70,7 @@ type api struct {
 	guard     *authz.Guard
 	filters   *filterCompiler
 	classify  Classifier
+	merger    Merger
 }
 
 // Register adds the Nessie API v2 routes under Prefix to r. The router must
@@ -78,7 +84,7 @@ func Register(r *mux.Router, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	a := &api{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, filters: filters, classify: deps.Classifier}
+	a := &api{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, filters: filters, classify: deps.Classifier, merger: deps.Merger}
 	if a.logger == nil {
 		a.logger = slog.New(slog.DiscardHandler)
 	}

@@ -120,3 +120,12 @@ func (m mergeResponse) attach(tables map[string]*tableclass.Table) {
 		m.Details[i].FloeClassification = tables[keyString(m.Details[i].Key.Elements)]
 	}
 }
+
+// Merger merges a source into a target branch, resolving the Iceberg
+// tables both sides changed where it can (package mergeengine implements
+// it). It returns what the store's Merge returns: a refusal is a
+// *versionstore.ConflictError (possibly wrapped), with the reason in each
+// refused table's conflict message, and nothing written.
+type Merger interface {
+	Merge(ctx context.Context, req versionstore.MergeRequest) (*versionstore.MergeResult, error)
+}

@@ -25,6 +25,24 @@
 // and floe's whole document is added only when the request asks for it
 // with ?floe-classification=true.
 //
+// With Deps.Merger (package mergeengine, wired by assemble) a merge that
+// is not a dry run no longer fails on an Iceberg table merely because both
+// sides changed it. For each such key whose merge behavior is NORMAL (the
+// default) and for which the client gave no resolvedContent, the engine
+// classifies the table and, when it is disjoint, or a partition overlap
+// the table's floe.merge.partition-overlap rule (allow | check | refuse;
+// catalog default check) allows, cherry-picks the source's snapshots onto
+// the target's head (new manifest lists, data files untouched, summaries
+// naming floe.merge.source-snapshot-id and floe.merge.source-ref), writes
+// the new metadata.json and commits every table in one merge commit with
+// two parents. File conflicts, structural changes and refused overlaps
+// (duplicate identifier keys under check are named) fail the merge with
+// 409 REFERENCE_CONFLICT, the reason in each conflict's message, and
+// nothing is written. FORCE and DROP keep their Nessie meaning: FORCE is
+// how a person takes the source's version of a structurally changed
+// table. Authorization sees the exact contents written, resolved tables
+// included.
+//
 // The package must not import server/ (the composition root, package
 // assemble, calls Register from a server.Mount) nor reach into the version
 // store's internals: it uses

@@ -313,7 +313,12 @@ func (a *api) merge(r *http.Request) (any, error) {
 		}
 	}
 	req.DryRun = body.DryRun
-	res, err := a.store.Merge(r.Context(), req)
+	var res *versionstore.MergeResult
+	if body.DryRun || a.merger == nil {
+		res, err = a.store.Merge(r.Context(), req)
+	} else {
+		res, err = a.merger.Merge(r.Context(), req)
+	}
 	var tables map[string]*tableclass.Table
 	if body.DryRun {
 		tables = a.classifyConflicts(r.Context(), from, res, err)

@@ -1,0 +1,20 @@
+// Package mergeengine owns what a catalog merge does with Iceberg tables
+// that changed on both sides since the merge base. It plans the merge at
+// key level (a dry run of the version store's merge), classifies every
+// table that conflicts only because both sides changed it (package
+// classify), cherry-picks the source's snapshots onto the target's head
+// where the class and the table's rule allow it (package tablemerge),
+// writes the new metadata files (package icebergtable), and hands the
+// store the new values as resolved content, so all tables land in one
+// merge commit with two parents, or none does.
+//
+// Refusals (structural changes, file conflicts, partition overlaps the
+// table's rule refuses, duplicate identifier keys) are returned as the
+// store's *versionstore.ConflictError inside a *RefusedError, with the
+// reason in each conflict's message, and nothing is written: the files
+// written for the attempt are removed, best effort.
+//
+// The package may import versionstore, classify, tablemerge, icebergtable
+// and iceberg-go. It must not import net/http or any rest/ package (checked
+// by TestImports): the APIs call it, never the other way.
+package mergeengine

@@ -1,0 +1,533 @@
+package mergeengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-catalog/floe/classify"
+	"github.com/floe-catalog/floe/icebergtable"
+	"github.com/floe-catalog/floe/tablemerge"
+	"github.com/floe-catalog/floe/versionstore"
+)
+
+// PropPartitionOverlap is the table property that says what a merge does
+// with a table both sides changed in the same partitions: OverlapAllow,
+// OverlapCheck or OverlapRefuse. The target's value rules: it is the table
+// the merge writes. Without it the engine's default applies.
+const PropPartitionOverlap = "floe.merge.partition-overlap"
+
+// OverlapRule is a value of PropPartitionOverlap.
+type OverlapRule string
+
+const (
+	// OverlapAllow cherry-picks the source's snapshots whatever they add
+	// to the partitions both sides touched.
+	OverlapAllow OverlapRule = "allow"
+	// OverlapCheck cherry-picks them unless the merged table would hold
+	// two rows with the same identifier key in a partition both sides
+	// touched (read from the data files of those partitions). A table
+	// without identifier fields has no key to check: check is allow.
+	OverlapCheck OverlapRule = "check"
+	// OverlapRefuse refuses the merge of such a table.
+	OverlapRefuse OverlapRule = "refuse"
+)
+
+// DefaultOverlapRule is the catalog default when Options leave it unset.
+const DefaultOverlapRule = OverlapCheck
+
+// ParseOverlapRule checks a rule's spelling ("" is the default).
+func ParseOverlapRule(s string) (OverlapRule, error) {
+	switch r := OverlapRule(strings.ToLower(strings.TrimSpace(s))); r {
+	case "":
+		return DefaultOverlapRule, nil
+	case OverlapAllow, OverlapCheck, OverlapRefuse:
+		return r, nil
+	}
+	return "", fmt.Errorf("unknown partition-overlap rule %q (allow, check or refuse)", s)
+}
+
+// Store is what the engine needs of the version store.
+type Store interface {
+	Merge(ctx context.Context, req versionstore.MergeRequest) (*versionstore.MergeResult, error)
+	GetContents(ctx context.Context, at versionstore.Hash, keys []versionstore.ContentKey) (map[string]*versionstore.Content, error)
+}
+
+// Options configure an Engine.
+type Options struct {
+	Store Store
+	// Warehouses hold the tables' files; a metadata location is read and
+	// written through the innermost warehouse that holds it.
+	Warehouses []*icebergtable.Warehouse
+	// DefaultOverlap is the rule for tables without PropPartitionOverlap;
+	// "" is DefaultOverlapRule.
+	DefaultOverlap OverlapRule
+	Logger         *slog.Logger
+}
+
+// Engine merges catalog branches, Iceberg tables included. It holds no
+// state between calls and is safe for concurrent use.
+type Engine struct {
+	store      Store
+	warehouses []*icebergtable.Warehouse
+	classifier *classify.Classifier
+	overlap    OverlapRule
+	logger     *slog.Logger
+}
+
+// New returns an engine over o's store and warehouses.
+func New(o Options) (*Engine, error) {
+	if o.Store == nil {
+		return nil, errors.New("merge engine: no version store")
+	}
+	rule, err := ParseOverlapRule(string(o.DefaultOverlap))
+	if err != nil {
+		return nil, fmt.Errorf("merge engine: %w", err)
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Engine{store: o.Store, warehouses: o.Warehouses, classifier: classify.New(o.Warehouses...), overlap: rule, logger: logger}, nil
+}
+
+// RefusedError is a merge refused because of what it would do to one or
+// more tables. Nothing was written. It unwraps to the store's conflict
+// error, whose conflicts carry the reasons, so callers that report
+// conflicts report it unchanged.
+type RefusedError struct {
+	Conflict *versionstore.ConflictError
+	Tables   []TableOutcome // the refused tables
+}
+
+func (e *RefusedError) Error() string {
+	parts := make([]string, 0, len(e.Tables))
+	for _, t := range e.Tables {
+		parts = append(parts, t.Key.String()+": "+t.Reason)
+	}
+	return "merge refused: " + strings.Join(parts, "; ")
+}
+
+func (e *RefusedError) Unwrap() error { return e.Conflict }
+
+// TableOutcome says what the merge did, or would not do, with one table
+// both sides changed.
+type TableOutcome struct {
+	Key            versionstore.ContentKey
+	Classification *classify.Table
+	Merged         bool   // the source's snapshots are on the target's head
+	Reason         string // why it was refused, or what was merged
+	// Picked are the snapshots written on the target, oldest first.
+	Picked []table.Snapshot
+}
+
+// Result is a merge's outcome: the store's result, and what happened to
+// each table the engine resolved.
+type Result struct {
+	*versionstore.MergeResult
+	Tables []TableOutcome
+}
+
+// maxAttempts bounds how often a merge is planned again because the
+// target's value of a resolved table changed between planning and commit.
+const maxAttempts = 5
+
+// Merge is MergeTables with the store's result only, the shape of the
+// store's own Merge (what the Nessie API calls).
+func (e *Engine) Merge(ctx context.Context, req versionstore.MergeRequest) (*versionstore.MergeResult, error) {
+	res, err := e.MergeTables(ctx, req)
+	if res == nil {
+		return nil, err
+	}
+	return res.MergeResult, err
+}
+
+// MergeTables merges req.From into req.Target. Keys that conflict only because
+// both sides changed an Iceberg table (VALUE_DIFFERS, merge behavior
+// NORMAL, no resolution given by the caller) are classified and, where
+// allowed, resolved by cherry-picking the source's snapshots onto the
+// target's head; the store then writes every key in one merge commit with
+// two parents, after req.Check approved exactly those changes. Any refusal
+// writes nothing. req.DryRun is honoured: a dry run plans and checks but
+// writes neither files nor commits.
+func (e *Engine) MergeTables(ctx context.Context, req versionstore.MergeRequest) (*Result, error) {
+	for attempt := 1; ; attempt++ {
+		res, retry, err := e.attempt(ctx, req)
+		if !retry || attempt >= maxAttempts {
+			return res, err
+		}
+		e.logger.InfoContext(ctx, "merge: the target changed a resolved table while the merge was committed; planning again",
+			"target", req.Target, "attempt", attempt, "err", err)
+	}
+}
+
+// attempt plans and commits once; retry says the target moved under a
+// resolved table.
+func (e *Engine) attempt(ctx context.Context, req versionstore.MergeRequest) (*Result, bool, error) {
+	plan := req
+	plan.DryRun, plan.Check = true, nil
+	res, err := e.store.Merge(ctx, plan)
+	var ce *versionstore.ConflictError
+	if err == nil || res == nil || !errors.As(err, &ce) {
+		if err != nil {
+			return &Result{MergeResult: res}, false, err
+		}
+		// No conflicts: the plain merge, with the caller's check. A
+		// conflict now means the target changed a key in between: plan
+		// again, which resolves it if it is a table floe can merge.
+		res, err := e.store.Merge(ctx, req)
+		return &Result{MergeResult: res}, errors.As(err, &ce), err
+	}
+	keys, ok := e.resolvable(req, res)
+	if !ok {
+		return &Result{MergeResult: res}, false, err // conflicts the engine cannot resolve
+	}
+	contents, err := e.contentsAt(ctx, keys, res.CommonAncestor, req.From, res.EffectiveTargetHash)
+	if err != nil {
+		return &Result{MergeResult: res}, false, err
+	}
+
+	var w written
+	var outcomes, refused []TableOutcome
+	modes := slices.Clone(req.KeyModes)
+	for _, k := range keys {
+		enc := string(k.Encode())
+		base, src, tgt := contents[0][enc], contents[1][enc], contents[2][enc]
+		out, resolved, err := e.resolveTable(ctx, k, base, src, tgt, req, &w)
+		if err != nil {
+			// A table floe cannot read (a location outside the
+			// warehouses, a missing file) keeps its plain key conflict,
+			// with the reason: a merge of it by content is refused, never
+			// guessed.
+			e.logger.WarnContext(ctx, "merge: cannot merge a table changed on both sides by content", "key", k.String(), "err", err)
+			out, resolved = &TableOutcome{Key: k, Reason: "cannot merge the table by content: " + err.Error()}, nil
+		}
+		outcomes = append(outcomes, *out)
+		if !out.Merged {
+			refused = append(refused, *out)
+			continue
+		}
+		modes = append(modes, versionstore.KeyMergeMode{Key: k, Behavior: versionstore.MergeNormal, ExpectedTarget: tgt, Resolved: resolved})
+	}
+	if len(refused) > 0 {
+		w.remove(ctx, e)
+		annotate(res, ce, outcomes)
+		return &Result{MergeResult: res, Tables: outcomes}, false, &RefusedError{Conflict: ce, Tables: refused}
+	}
+
+	final := req
+	final.KeyModes = modes
+	mres, err := e.store.Merge(ctx, final)
+	out := &Result{MergeResult: mres, Tables: outcomes}
+	if err != nil || req.DryRun || !mres.WasApplied {
+		w.remove(ctx, e)
+	}
+	if err != nil && errors.As(err, &ce) && touchesAny(ce, keys) {
+		return out, true, err
+	}
+	return out, false, err
+}
+
+// resolvable returns the keys of res's conflicts the engine resolves, and
+// false if some conflict is of another kind (then the merge fails as the
+// store says).
+func (e *Engine) resolvable(req versionstore.MergeRequest, res *versionstore.MergeResult) ([]versionstore.ContentKey, bool) {
+	given := map[string]bool{}
+	for _, km := range req.KeyModes {
+		if km.Behavior != versionstore.MergeNormal || km.ExpectedTarget != nil || km.Resolved != nil {
+			given[string(km.Key.Encode())] = true
+		}
+	}
+	var keys []versionstore.ContentKey
+	for _, d := range res.Details {
+		if d.Conflict == nil {
+			continue
+		}
+		if d.Conflict.Type != versionstore.ConflictValueDiffers || d.Behavior != versionstore.MergeNormal || given[string(d.Key.Encode())] {
+			return nil, false
+		}
+		keys = append(keys, d.Key)
+	}
+	return keys, len(keys) > 0
+}
+
+// contentsAt reads keys at each of the commits.
+func (e *Engine) contentsAt(ctx context.Context, keys []versionstore.ContentKey, at ...versionstore.Hash) ([]map[string]*versionstore.Content, error) {
+	out := make([]map[string]*versionstore.Content, len(at))
+	for i, h := range at {
+		m, err := e.store.GetContents(ctx, h, keys)
+		if err != nil {
+			return nil, fmt.Errorf("read contents at %s: %w", h, err)
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+// resolveTable decides one table changed on both sides. A refusal is an
+// outcome with Merged false; errors are for what could not be read or
+// written.
+func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, base, src, tgt *versionstore.Content, req versionstore.MergeRequest, w *written) (*TableOutcome, *versionstore.Content, error) {
+	out := &TableOutcome{Key: key}
+	for _, c := range []*versionstore.Content{base, src, tgt} {
+		if c != nil && c.Type != versionstore.IcebergTable {
+			out.Reason = fmt.Sprintf("changed on both sides (a %s, which floe merges only at key level)", c.Type)
+			return out, nil, nil
+		}
+	}
+	if src == nil || tgt == nil {
+		out.Reason = "the table was dropped on one side and changed on the other"
+		return out, nil, nil
+	}
+	c, err := e.classifier.Classify(ctx, base, src, tgt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("classify: %w", err)
+	}
+	c.Key = append([]string{}, key...)
+	out.Classification = c
+	refuse := func(why string) (*TableOutcome, *versionstore.Content, error) {
+		out.Reason = string(c.Class) + ": " + why
+		return out, nil, nil
+	}
+	wh := icebergtable.Innermost(tgt.MetadataLocation, e.warehouses)
+	if wh == nil {
+		return nil, nil, fmt.Errorf("metadata file %s lies in no warehouse", tgt.MetadataLocation)
+	}
+	tgtFile, err := wh.ReadTable(ctx, tgt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("target: %w", err)
+	}
+	rule := e.overlap
+	if v, ok := tgtFile.Metadata.Properties()[PropPartitionOverlap]; ok {
+		if rule, err = ParseOverlapRule(v); err != nil {
+			return refuse(fmt.Sprintf("table property %s: %v", PropPartitionOverlap, err))
+		}
+	}
+
+	switch c.Class {
+	case classify.Structural:
+		return refuse(c.Reason + " (never merged automatically; merge the table with FORCE to take the source's version)")
+	case classify.FileConflict:
+		return refuse(fmt.Sprintf("%s; files: %s", c.Reason, strings.Join(c.ConflictingFiles, ", ")))
+	case classify.PartitionOverlap:
+		if rule == OverlapRefuse {
+			return refuse(fmt.Sprintf("%s, and the table's rule (%s) is %s", c.Reason, PropPartitionOverlap, rule))
+		}
+	case classify.Disjoint:
+	default:
+		return refuse(c.Reason)
+	}
+
+	srcFile, err := wh.ReadTable(ctx, src)
+	if err != nil {
+		return nil, nil, fmt.Errorf("source: %w", err)
+	}
+	if base != nil {
+		baseFile, err := wh.ReadTable(ctx, base)
+		if err != nil {
+			return nil, nil, fmt.Errorf("merge base: %w", err)
+		}
+		if why := aliased(baseFile.Metadata, srcFile.Metadata); why != "" {
+			return refuse(why)
+		}
+	}
+	picks := unpublished(srcFile.Metadata, tgtFile.Metadata, c.Source.Snapshots)
+	if len(picks) == 0 {
+		// Everything the source added is on the target already: merging
+		// it again changes nothing.
+		out.Merged, out.Reason = true, "already merged: every snapshot of the source is on the target"
+		return out, tgt, nil
+	}
+	cp, err := tablemerge.CherryPick(ctx, wh, tablemerge.Request{
+		Head: tgtFile.Metadata, HeadLocation: tgtFile.Location, Picks: picks, SourceRef: req.FromRef,
+	})
+	if cp != nil {
+		w.add(wh, cp.Written...)
+	}
+	switch {
+	case errors.Is(err, tablemerge.ErrNotAdditive), errors.Is(err, tablemerge.ErrAlreadyPublished), errors.Is(err, tablemerge.ErrUnsupported):
+		return refuse(err.Error())
+	case err != nil:
+		return nil, nil, fmt.Errorf("cherry-pick: %w", err)
+	}
+	meta, err := cp.Builder.Build()
+	if err != nil {
+		return nil, nil, fmt.Errorf("cherry-pick: build metadata: %w", err)
+	}
+	loc, err := wh.NewTableMetadataLocation(meta, tgtFile.Location)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := wh.WriteTableMetadata(ctx, loc, meta)
+	w.add(wh, loc)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	if c.Class == classify.PartitionOverlap && rule == OverlapCheck {
+		dups, err := duplicateKeys(ctx, wh, key, f, c.CommonPartitions)
+		if err != nil {
+			return nil, nil, fmt.Errorf("duplicate-key check: %w", err)
+		}
+		if len(dups) > 0 {
+			return refuse(fmt.Sprintf("%s, and the merged table would hold duplicate identifier keys there (%s is %s): %s",
+				c.Reason, PropPartitionOverlap, rule, strings.Join(dups, "; ")))
+		}
+	}
+	out.Merged, out.Picked = true, cp.Snapshots
+	out.Reason = fmt.Sprintf("%s: cherry-picked %d snapshot(s) of the source onto the target's head", c.Class, len(cp.Snapshots))
+	return out, icebergtable.TableContent(tgt.ID, f), nil
+}
+
+// unpublished turns the source's snapshots since the base into picks,
+// leaving out every snapshot already on the target: the same snapshot
+// (an ancestor the target took by a fast-forward), or one cherry-picked
+// before (its copy names it in SummarySourceSnapshotID). Publishing
+// either again would duplicate its rows.
+func unpublished(srcMeta, tgtMeta table.Metadata, snaps []classify.Snapshot) []tablemerge.Pick {
+	onTarget := map[int64]bool{}
+	for _, s := range tgtMeta.Snapshots() {
+		if src, ok := sourceID(s); ok {
+			onTarget[src] = true
+		}
+	}
+	var picks []tablemerge.Pick
+	for _, sn := range snaps {
+		s := srcMeta.SnapshotByID(sn.SnapshotID)
+		if s == nil {
+			continue // the classifier read it from this metadata; cannot happen
+		}
+		if t := tgtMeta.SnapshotByID(s.SnapshotID); (t != nil && t.ManifestList == s.ManifestList) || onTarget[s.SnapshotID] {
+			continue
+		}
+		p := tablemerge.Pick{Snapshot: *s}
+		if s.ParentSnapshotID != nil {
+			p.Parent = srcMeta.SnapshotByID(*s.ParentSnapshotID)
+		}
+		picks = append(picks, p)
+	}
+	return picks
+}
+
+// aliased says why the source's history cannot be read against the base
+// when it reaches the base's snapshot id through a different snapshot: a
+// cherry-picked copy that kept its source's id (tablemerge keeps ids the
+// target does not have). That happens when a branch merged into another
+// is merged back the other way: the classifier, which walks to the base's
+// id, would see none of the snapshots the source added before the copy,
+// and their rows would silently not be merged. "" when the history is
+// plain.
+func aliased(baseMeta, srcMeta table.Metadata) string {
+	b := baseMeta.SnapshotByName(table.MainBranch)
+	if b == nil {
+		return ""
+	}
+	for s := srcMeta.SnapshotByName(table.MainBranch); s != nil; {
+		if s.SnapshotID == b.SnapshotID {
+			if s.ManifestList != b.ManifestList {
+				return fmt.Sprintf("the source's history reaches the base's snapshot %d through a cherry-picked copy of it "+
+					"(this branch was merged into the other before), so what the source added since the base cannot be told apart; "+
+					"merge the table with FORCE or DROP, or rewrite it on the target", b.SnapshotID)
+			}
+			return ""
+		}
+		if s.ParentSnapshotID == nil {
+			return ""
+		}
+		s = srcMeta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return ""
+}
+
+func sourceID(s table.Snapshot) (int64, bool) {
+	if s.Summary == nil {
+		return 0, false
+	}
+	v, ok := s.Summary.Properties[tablemerge.SummarySourceSnapshotID]
+	if !ok {
+		return 0, false
+	}
+	var id int64
+	if _, err := fmt.Sscan(v, &id); err != nil {
+		return 0, false
+	}
+	return id, true
+}
+
+// annotate appends each table's outcome to its conflict's message, in
+// the details and the conflict error alike (they may share conflicts).
+func annotate(res *versionstore.MergeResult, ce *versionstore.ConflictError, outcomes []TableOutcome) {
+	notes := map[string]string{}
+	for _, o := range outcomes {
+		if o.Merged {
+			notes[string(o.Key.Encode())] = "floe: " + o.Reason + " (not written: another table was refused)"
+		} else {
+			notes[string(o.Key.Encode())] = "floe: refused: " + o.Reason
+		}
+	}
+	note := func(k versionstore.ContentKey, msg *string) {
+		n, ok := notes[string(k.Encode())]
+		if !ok || strings.Contains(*msg, n) {
+			return
+		}
+		if *msg == "" {
+			*msg = n
+		} else {
+			*msg += "; " + n
+		}
+	}
+	for _, d := range res.Details {
+		if d.Conflict != nil {
+			note(d.Key, &d.Conflict.Message)
+		}
+	}
+	for i := range ce.Conflicts {
+		if len(ce.Conflicts[i].Key) > 0 {
+			note(ce.Conflicts[i].Key, &ce.Conflicts[i].Message)
+		}
+	}
+}
+
+func touchesAny(ce *versionstore.ConflictError, keys []versionstore.ContentKey) bool {
+	for _, c := range ce.Conflicts {
+		for _, k := range keys {
+			if slices.Equal(c.Key, k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// written are the files an attempt wrote, removed if it does not commit.
+type written struct {
+	files []writtenFile
+}
+
+type writtenFile struct {
+	wh  *icebergtable.Warehouse
+	loc string
+}
+
+func (w *written) add(wh *icebergtable.Warehouse, locs ...string) {
+	for _, l := range locs {
+		w.files = append(w.files, writtenFile{wh, l})
+	}
+}
+
+// remove deletes the files, best effort: an uncommitted file is garbage
+// no reference reaches, which the reference-aware GC would collect anyway.
+func (w *written) remove(ctx context.Context, e *Engine) {
+	ctx = context.WithoutCancel(ctx)
+	for _, f := range w.files {
+		if err := f.wh.RemoveFile(ctx, f.loc); err != nil {
+			e.logger.WarnContext(ctx, "merge: remove a file of an uncommitted attempt", "file", f.loc, "err", err)
+		}
+	}
+	w.files = nil
+}

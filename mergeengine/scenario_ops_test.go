@@ -1,0 +1,214 @@
+package mergeengine_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/floe-catalog/floe/tablemerge"
+	"github.com/floe-catalog/floe/versionstore"
+)
+
+var (
+	longNumber = regexp.MustCompile(`[0-9]{8,}`)
+	hexHash    = regexp.MustCompile(`[0-9a-f]{64}`)
+	fileURL    = regexp.MustCompile(`file://[^\s,;)"]+`)
+)
+
+func mask(s string) string {
+	s = fileURL.ReplaceAllString(s, "<file>")
+	s = hexHash.ReplaceAllString(s, "<hash>")
+	return longNumber.ReplaceAllString(s, "<id>")
+}
+
+// merge source=B target=T [force=NS.NAME,...]: a merge through the Nessie
+// API v2, as `floe merge` sends it; the outcome, with the target's new
+// head's parents when a commit was written.
+func (d *scenario) merge(t *testing.T, td *datadriven.TestData) string {
+	st := d.srv.Store
+	source, target := arg(t, td, "source"), arg(t, td, "target")
+	src, err := st.GetRef(source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt, err := st.GetRef(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := map[string]any{"fromRefName": source, "fromHash": src.Head.String()}
+	if f := optArg(td, "force", ""); f != "" {
+		var modes []map[string]any
+		for _, k := range strings.Split(f, ",") {
+			modes = append(modes, map[string]any{"key": map[string]any{"elements": strings.Split(k, ".")}, "mergeBehavior": "FORCE"})
+		}
+		body["keyMergeModes"] = modes
+	}
+	raw, _ := json.Marshal(body)
+	resp, err := http.Post(fmt.Sprintf("%s/api/v2/trees/%s@%s/history/merge", d.srv.URL, target, tgt.Head), "application/json", bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(out, &e)
+		return fmt.Sprintf("%d %s\n", resp.StatusCode, mask(e.Message))
+	}
+	var res struct {
+		WasApplied bool `json:"wasApplied"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("merge response %s: %v", out, err)
+	}
+	if !res.WasApplied {
+		return "200 nothing to merge\n"
+	}
+	now, _ := st.GetRef(target)
+	c, err := st.ReadCommit(t.Context(), now.Head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("200 merged: one commit with %d parents\n", len(c.Parents))
+}
+
+// rows on=B table=T: the rows a scan of the table returns, by day.
+func (d *scenario) scanRows(t *testing.T, td *datadriven.TestData) string {
+	tbl := d.load(t, td)
+	at, err := tbl.Scan().ToArrowTable(t.Context())
+	if err != nil {
+		td.Fatalf(t, "scan: %v", err)
+	}
+	defer at.Release()
+	byDay := map[string][]int64{}
+	rd := array.NewTableReader(at, 1024)
+	defer rd.Release()
+	for rd.Next() {
+		rec := rd.RecordBatch()
+		ids := rec.Column(0).(*array.Int64)
+		ts := rec.Column(1).(*array.Timestamp)
+		for i := range int(rec.NumRows()) {
+			day := time.UnixMicro(int64(ts.Value(i))).UTC().Format(time.DateOnly)
+			byDay[day] = append(byDay[day], ids.Value(i))
+		}
+	}
+	var b strings.Builder
+	days := make([]string, 0, len(byDay))
+	for day := range byDay {
+		days = append(days, day)
+	}
+	slices.Sort(days)
+	for _, day := range days {
+		ids := byDay[day]
+		slices.Sort(ids)
+		fmt.Fprintf(&b, "%s:", day)
+		for _, id := range ids {
+			fmt.Fprintf(&b, " %d", id)
+		}
+		b.WriteString("\n")
+	}
+	if len(days) == 0 {
+		b.WriteString("(no rows)\n")
+	}
+	return b.String()
+}
+
+// snapshots on=B table=T: the table's snapshots metadata table (read
+// through iceberg-go's Inspect), in the order the metadata lists them:
+// sequence number, operation and records added; a cherry-picked snapshot
+// shows floe.merge.source-ref and whether its floe.merge.source-snapshot-id
+// is a snapshot of the table on that branch.
+func (d *scenario) snapshots(t *testing.T, td *datadriven.TestData) string {
+	tbl := d.load(t, td)
+	rr, err := tbl.Inspect().Snapshots(t.Context())
+	if err != nil {
+		td.Fatalf(t, "inspect snapshots: %v", err)
+	}
+	defer rr.Release()
+	var b strings.Builder
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		ids := rec.Column(1).(*array.Int64)
+		ops := rec.Column(3).(*array.String)
+		sums := rec.Column(5).(*array.Map)
+		keys, vals := sums.Keys().(*array.String), sums.Items().(*array.String)
+		for i := range int(rec.NumRows()) {
+			p := map[string]string{}
+			lo, hi := sums.ValueOffsets(i)
+			for j := lo; j < hi; j++ {
+				p[keys.Value(int(j))] = vals.Value(int(j))
+			}
+			seq := tbl.Metadata().SnapshotByID(ids.Value(i)).SequenceNumber
+			fmt.Fprintf(&b, "seq %d %s +%s rows (total %s)", seq, ops.Value(i), p["added-records"], p["total-records"])
+			if id, ok := p[tablemerge.SummarySourceSnapshotID]; ok {
+				ref := p[tablemerge.SummarySourceRef]
+				src := d.load(t, &datadriven.TestData{Cmd: "load", CmdArgs: []datadriven.CmdArg{{Key: "on", Vals: []string{ref}}, {Key: "table", Vals: []string{arg(t, td, "table")}}}})
+				names := "names no snapshot of " + ref
+				if src.Metadata().SnapshotByID(parseInt(id)) != nil {
+					names = "names a snapshot of " + ref
+				}
+				fmt.Fprintf(&b, " %s=%s, %s", tablemerge.SummarySourceRef, ref, names)
+			}
+			b.WriteString("\n")
+		}
+	}
+	if err := rr.Err(); err != nil {
+		td.Fatalf(t, "inspect snapshots: %v", err)
+	}
+	return b.String()
+}
+
+func parseInt(s string) int64 {
+	var v int64
+	fmt.Sscan(s, &v)
+	return v
+}
+
+// files: how many metadata files and manifest lists the warehouse holds,
+// to show a refused merge leaves none behind.
+func (d *scenario) files(t *testing.T, _ *datadriven.TestData) string {
+	var meta, lists int
+	err := filepath.WalkDir(d.srv.WarehouseDir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch name := e.Name(); {
+		case strings.HasSuffix(name, ".metadata.json"):
+			meta++
+		case strings.HasPrefix(name, "snap-") && strings.HasSuffix(name, ".avro"):
+			lists++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("metadata files %d, manifest lists %d\n", meta, lists)
+}
+
+// head branch=B: the branch's head commit: its parents and message.
+func (d *scenario) head(t *testing.T, td *datadriven.TestData) string {
+	ref, err := d.srv.Store.GetRef(optArg(td, "branch", versionstore.DefaultBranch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := d.srv.Store.ReadCommit(t.Context(), ref.Head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%d parent(s): %s\n", len(c.Parents), mask(c.Message))
+}
