@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/floe-catalog/floe/assemble"
+	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/server"
 )
@@ -17,6 +20,7 @@ func newServeCommand() *cobra.Command {
 	warehouse := defaultWarehouse
 	warehouseName := "lake"
 	idempotencyKeyLifetime := icebergrest.DefaultIdempotencyKeyLifetime
+	var metadataCacheBytes, maxMetadataFileBytes int64 = icebergtable.DefaultMetadataCacheBytes, icebergtable.DefaultMaxMetadataFileBytes
 	wf := &warehouseFlags{}
 	secFlags := &securityFlags{}
 
@@ -44,7 +48,14 @@ func newServeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg.Iceberg = icebergrest.Deps{Warehouses: []icebergrest.Warehouse{wh}, IdempotencyKeyLifetime: idempotencyKeyLifetime}
+			cfg.Iceberg = icebergrest.Deps{Warehouses: []icebergrest.Warehouse{wh}, IdempotencyKeyLifetime: idempotencyKeyLifetime,
+				MetadataCacheBytes: metadataCacheBytes, MaxMetadataFileBytes: maxMetadataFileBytes}
+			if metadataCacheBytes <= 0 {
+				cfg.Iceberg.MetadataCacheBytes = -1 // icebergrest's "off"
+			}
+			if maxMetadataFileBytes <= 0 {
+				return fmt.Errorf("--max-metadata-file-bytes must be positive, got %d", maxMetadataFileBytes)
+			}
 			if idempotencyKeyLifetime <= 0 {
 				cfg.Iceberg.IdempotencyKeyLifetime = -1 // icebergrest's "off"; its 0 means the default
 			}
@@ -63,6 +74,9 @@ func newServeCommand() *cobra.Command {
 	secFlags.register(f)
 	f.StringVar(&warehouseName, "warehouse-name", warehouseName, "name Iceberg clients select the warehouse by: ?warehouse=NAME, or NAME@BRANCH for a branch")
 	f.DurationVar(&idempotencyKeyLifetime, "idempotency-key-lifetime", idempotencyKeyLifetime, "how long the outcome of an Iceberg request sent with an Idempotency-Key is replayed to retries (advertised in /v1/config); 0 turns keys off")
+	f.Int64Var(&metadataCacheBytes, "metadata-cache-bytes", metadataCacheBytes, "memory budget of the cache of parsed Iceberg metadata files (approximate); 0 turns the cache off")
+	f.Int64Var(&cfg.StoreCacheBytes, "store-cache-bytes", 128<<20 /* versionstore.Options default */, "memory budget of the version store's cache of decoded commits and trees")
+	f.Int64Var(&maxMetadataFileBytes, "max-metadata-file-bytes", maxMetadataFileBytes, "largest Iceberg table or view metadata file read (after gunzipping); a larger one is refused")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.DurationVar(&cfg.HTTP.ShutdownTimeout, "shutdown-timeout", cfg.HTTP.ShutdownTimeout, "how long in-flight requests may run after shutdown begins")

@@ -52,6 +52,21 @@ type Deps struct {
 	// Guard asks the policy engine about every read and write; nil allows
 	// everything.
 	Guard *authz.Guard
+	// Locations is the rule for the metadata location of every
+	// ICEBERG_TABLE and ICEBERG_VIEW content a client sends (commits,
+	// and merges with resolvedContent): the location must lie inside
+	// it, as the locations floe writes do, so that no client can point a
+	// table at a file the server can read but the warehouse does not
+	// hold. floe serve passes the Iceberg facade's warehouses; nil
+	// checks nothing (tests of this package alone).
+	Locations Locations
+}
+
+// Locations says whether a metadata location is acceptable, returning it
+// normalized or an error naming the location and the rule it breaks.
+// *icebergtable.Warehouse and icebergtable.Warehouses implement it.
+type Locations interface {
+	Contains(loc string) (string, error)
 }
 
 type api struct {
@@ -60,6 +75,7 @@ type api struct {
 	principal func(*http.Request) string
 	guard     *authz.Guard
 	filters   *filterCompiler
+	locations Locations
 }
 
 // Register adds the Nessie API v2 routes under Prefix to r. The router must
@@ -73,7 +89,7 @@ func Register(r *mux.Router, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	a := &api{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, filters: filters}
+	a := &api{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, filters: filters, locations: deps.Locations}
 	if a.logger == nil {
 		a.logger = slog.New(slog.DiscardHandler)
 	}
