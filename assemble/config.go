@@ -21,6 +21,10 @@ type Config struct {
 	// DataDir holds the embedded Pebble version store; created if
 	// missing. "" means DefaultDataDir.
 	DataDir string
+	// StoreCacheBytes bounds the version store's cache of decoded
+	// objects (versionstore.Options.CacheBytes); 0 means the store's
+	// default.
+	StoreCacheBytes int64
 	// Security says who callers are and what they may do.
 	Security Security
 	// Iceberg configures the Iceberg REST facade; Warehouses must list at

@@ -102,7 +102,7 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	// One registry for every service's metrics, served on /metrics.
 	registry := prometheus.NewRegistry()
 
-	if err := p.openStore(ctx, cfg.DataDir); err != nil {
+	if err := p.openStore(ctx, cfg.DataDir, cfg.StoreCacheBytes); err != nil {
 		return nil, &ServiceError{Service: "version store", Err: err}
 	}
 	if err := createWarehouseDirs(cfg.Iceberg.Warehouses); err != nil {
@@ -158,7 +158,12 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 		}
 	}
 	// The Nessie API keeps no state of its own beyond its Deps: Register
-	// only wraps handlers around the store and the guard built above.
+	// only wraps handlers around the store and the guard built above. Its
+	// clients may name metadata locations too, under the same rule as
+	// the Iceberg API's: inside a configured warehouse.
+	if nessieDeps.Locations == nil {
+		nessieDeps.Locations = iceberg.Warehouses()
+	}
 
 	// Background workers, stopped before the services they use close.
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -229,7 +234,7 @@ func (p *Process) onClose(name string, close func() error) {
 }
 
 // openStore opens the Pebble backend and the version store in dir.
-func (p *Process) openStore(ctx context.Context, dir string) error {
+func (p *Process) openStore(ctx context.Context, dir string, cacheBytes int64) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("creating data directory: %w", err)
 	}
@@ -237,7 +242,7 @@ func (p *Process) openStore(ctx context.Context, dir string) error {
 	if err != nil {
 		return fmt.Errorf("opening store backend in %s: %w", dir, err)
 	}
-	store, err := versionstore.Open(ctx, be, versionstore.Options{Logger: p.logger})
+	store, err := versionstore.Open(ctx, be, versionstore.Options{Logger: p.logger, CacheBytes: cacheBytes})
 	if err != nil {
 		return errors.Join(fmt.Errorf("opening version store in %s: %w", dir, err), be.Close())
 	}

@@ -1,6 +1,7 @@
 package icebergtable
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	iceio "github.com/apache/iceberg-go/io"
@@ -88,27 +90,110 @@ func (s *objectStore) open(ctx context.Context, w *Warehouse) (*blob.Bucket, err
 	return s.bucket, nil
 }
 
-// ReadFile reads the file at loc through the warehouse's file IO.
+// ReadFile reads the metadata file at loc through the warehouse's file IO.
+// Only a regular file inside the warehouse is read, and at most
+// MaxMetadataFileBytes of it: a location that entered the store before
+// locations were checked, or a file replaced since, must never make the
+// server read a device, a FIFO or a file of unbounded size, or anything
+// outside the warehouse. The read stops when ctx ends. Errors name the
+// file, never its content.
 func (w *Warehouse) ReadFile(ctx context.Context, loc string) ([]byte, error) {
-	fsys, done, err := w.fileIO(ctx, loc)
+	u, err := normalizeLocation(loc)
 	if err != nil {
-		return nil, fmt.Errorf("open file system for %s: %w", loc, err)
+		return nil, fmt.Errorf("read metadata file %s: %w", loc, err)
 	}
-	defer done()
+	if !w.holds(u) {
+		return nil, fmt.Errorf("read metadata file %s: %w", loc, ErrOutsideWarehouse)
+	}
 	var raw []byte
-	if rf, ok := fsys.(iceio.ReadFileIO); ok {
-		raw, err = rf.ReadFile(loc)
+	if u.Scheme == "file" {
+		raw, err = w.readLocalFile(ctx, filepath.FromSlash(u.Path))
 	} else {
-		var f iceio.File
-		if f, err = fsys.Open(loc); err == nil {
-			raw, err = io.ReadAll(f)
-			err = errors.Join(err, f.Close())
-		}
+		raw, err = w.readObject(ctx, loc)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read metadata file %s: %w", loc, describeStorageError(err))
 	}
 	return raw, nil
+}
+
+// ErrOutsideWarehouse is returned for a read of a file outside the
+// warehouse.
+var ErrOutsideWarehouse = errors.New("the file lies outside the warehouse")
+
+// ErrTooLarge is returned for a read of a file larger than
+// MaxMetadataFileBytes.
+var ErrTooLarge = errors.New("the file exceeds the metadata file size limit")
+
+// ErrNotRegularFile is returned for a read of a directory, device, FIFO,
+// socket or symbolic link.
+var ErrNotRegularFile = errors.New("not a regular file")
+
+// readLocalFile reads a local file: opened without following a final
+// symbolic link and without blocking on a FIFO, then checked to be a
+// regular file through the open descriptor, so nothing can be swapped in
+// between the check and the read.
+func (w *Warehouse) readLocalFile(ctx context.Context, name string) ([]byte, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%w (a symbolic link)", ErrNotRegularFile)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w (mode %s)", ErrNotRegularFile, st.Mode().Type())
+	}
+	if st.Size() > w.maxRead {
+		return nil, fmt.Errorf("%w of %d bytes (%d bytes)", ErrTooLarge, w.maxRead, st.Size())
+	}
+	return readBounded(ctx, f, w.maxRead)
+}
+
+// readObject reads an object of the warehouse's object store.
+func (w *Warehouse) readObject(ctx context.Context, loc string) ([]byte, error) {
+	fsys, done, err := w.fileIO(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	f, err := fsys.Open(loc)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > w.maxRead {
+		return nil, fmt.Errorf("%w of %d bytes (%d bytes)", ErrTooLarge, w.maxRead, st.Size())
+	}
+	return readBounded(ctx, f, w.maxRead)
+}
+
+// readBounded reads r to its end, refusing more than limit bytes and
+// stopping when ctx ends.
+func readBounded(ctx context.Context, r io.Reader, limit int64) ([]byte, error) {
+	var buf bytes.Buffer
+	chunk := make([]byte, 256<<10)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		n, err := r.Read(chunk)
+		if int64(buf.Len())+int64(n) > limit {
+			return nil, fmt.Errorf("%w of %d bytes", ErrTooLarge, limit)
+		}
+		buf.Write(chunk[:n])
+		if err == io.EOF {
+			return buf.Bytes(), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // WriteFile creates a new file at loc with data and syncs it: a catalog

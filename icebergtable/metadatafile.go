@@ -54,7 +54,7 @@ func (w *Warehouse) ReadTableMetadata(ctx context.Context, loc string) (*Metadat
 	if err != nil {
 		return nil, err
 	}
-	f, err := ParseTableMetadata(loc, raw)
+	f, err := parseTableMetadata(loc, raw, w.maxRead)
 	if err != nil {
 		return nil, err
 	}
@@ -62,31 +62,69 @@ func (w *Warehouse) ReadTableMetadata(ctx context.Context, loc string) (*Metadat
 	return f, nil
 }
 
+// InvalidMetadataError says a metadata file is not valid Iceberg metadata.
+// Its message names the file and never echoes its content (a parser's
+// message quotes the bytes it stumbled on, which for a file that is no
+// metadata at all would tell a client what the server can read); Cause
+// keeps the parser's detail for the server's logs.
+type InvalidMetadataError struct {
+	Location string
+	// Kind is "table" or "view".
+	Kind  string
+	cause error
+}
+
+func (e *InvalidMetadataError) Error() string {
+	return fmt.Sprintf("metadata file %s is not valid Iceberg %s metadata", e.Location, e.Kind)
+}
+
+// Cause is the parser's error, for logs only: it may quote the file.
+func (e *InvalidMetadataError) Cause() error { return e.cause }
+
 // ParseTableMetadata parses the content of the table metadata file at loc,
 // gunzipping it if it is compressed (".gz.metadata.json" as Java writes
-// with gzip compression).
+// with gzip compression), up to DefaultMaxMetadataFileBytes.
 func ParseTableMetadata(loc string, raw []byte) (*MetadataFile, error) {
-	if len(raw) > 2 && raw[0] == 0x1f && raw[1] == 0x8b {
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, fmt.Errorf("metadata file %s: %w", loc, err)
-		}
-		if raw, err = io.ReadAll(zr); err != nil {
-			return nil, fmt.Errorf("metadata file %s: %w", loc, err)
-		}
+	return parseTableMetadata(loc, raw, DefaultMaxMetadataFileBytes)
+}
+
+func parseTableMetadata(loc string, raw []byte, limit int64) (*MetadataFile, error) {
+	raw, err := gunzipBounded(loc, raw, limit)
+	if err != nil {
+		return nil, err
 	}
 	meta, err := table.ParseMetadataBytes(raw)
 	if err != nil {
-		return nil, fmt.Errorf("parse metadata file %s: %w", loc, err)
+		return nil, &InvalidMetadataError{Location: loc, Kind: "table", cause: err}
 	}
 	body, err := json.Marshal(json.RawMessage(raw))
 	if err != nil {
-		return nil, fmt.Errorf("metadata file %s: %w", loc, err)
+		return nil, &InvalidMetadataError{Location: loc, Kind: "table", cause: err}
 	}
 	if bytes.Equal(body, raw) {
 		body = raw
 	}
 	return &MetadataFile{Location: loc, Raw: raw, JSON: body, Metadata: meta}, nil
+}
+
+// gunzipBounded gunzips raw if it is gzip-compressed, refusing more than
+// limit bytes of output: a small compressed file can expand without bound.
+func gunzipBounded(loc string, raw []byte, limit int64) ([]byte, error) {
+	if len(raw) <= 2 || raw[0] != 0x1f || raw[1] != 0x8b {
+		return raw, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, &InvalidMetadataError{Location: loc, Kind: "gzip-compressed", cause: err}
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, limit+1))
+	if err != nil {
+		return nil, &InvalidMetadataError{Location: loc, Kind: "gzip-compressed", cause: err}
+	}
+	if int64(len(out)) > limit {
+		return nil, fmt.Errorf("metadata file %s: %w of %d bytes once uncompressed", loc, ErrTooLarge, limit)
+	}
+	return out, nil
 }
 
 // WriteTableMetadata writes meta as a new table metadata file at loc

@@ -26,7 +26,7 @@ func (w *Warehouse) ReadViewMetadata(ctx context.Context, loc string) (*ViewMeta
 	}
 	meta, err := view.ParseMetadataBytes(raw)
 	if err != nil {
-		return nil, fmt.Errorf("parse view metadata file %s: %w", loc, err)
+		return nil, &InvalidMetadataError{Location: loc, Kind: "view", cause: err}
 	}
 	return &ViewMetadataFile{Location: loc, Raw: raw, Metadata: meta}, nil
 }
@@ -43,7 +43,7 @@ func (w *Warehouse) WriteViewMetadata(ctx context.Context, loc string, meta view
 	}
 	parsed, err := view.ParseMetadataBytes(raw)
 	if err != nil {
-		return nil, fmt.Errorf("parse view metadata file %s: %w", loc, err)
+		return nil, &InvalidMetadataError{Location: loc, Kind: "view", cause: err}
 	}
 	return &ViewMetadataFile{Location: loc, Raw: raw, Metadata: parsed}, nil
 }

@@ -23,7 +23,15 @@ type Warehouse struct {
 	bucket objectStore
 	// cache keeps parsed table metadata files; nil caches nothing.
 	cache *MetadataCache
+	// maxRead bounds the size of one metadata file read (Config.MaxMetadataFileBytes).
+	maxRead int64
 }
+
+// DefaultMaxMetadataFileBytes bounds one metadata file read when the
+// warehouse's owner configures no limit: far above what Iceberg writes
+// (table metadata of a table with thousands of snapshots is a few MiB),
+// low enough that a read can never exhaust the server's memory.
+const DefaultMaxMetadataFileBytes = 64 << 20
 
 // Config says where a warehouse is and how to reach it.
 type Config struct {
@@ -40,6 +48,10 @@ type Config struct {
 	// warehouses may share one. nil means no cache: every read goes to
 	// storage.
 	Cache *MetadataCache
+	// MaxMetadataFileBytes bounds the size of one metadata file read
+	// (table or view metadata, after gunzipping): a larger file is refused
+	// without being read further. 0 means DefaultMaxMetadataFileBytes.
+	MaxMetadataFileBytes int64
 }
 
 // OpenWarehouse checks cfg and returns its warehouse. Nothing is read or
@@ -53,11 +65,21 @@ func OpenWarehouse(cfg Config) (*Warehouse, error) {
 	if !localOrObjectStore(u.Scheme) {
 		return nil, fmt.Errorf("warehouse %q: unsupported location scheme %q (file or s3)", cfg.Name, u.Scheme)
 	}
-	return &Warehouse{name: cfg.Name, root: u, ioProps: cfg.IOProperties, cache: cfg.Cache}, nil
+	maxRead := cfg.MaxMetadataFileBytes
+	if maxRead < 0 {
+		return nil, fmt.Errorf("warehouse %q: negative metadata file size limit %d", cfg.Name, maxRead)
+	}
+	if maxRead == 0 {
+		maxRead = DefaultMaxMetadataFileBytes
+	}
+	return &Warehouse{name: cfg.Name, root: u, ioProps: cfg.IOProperties, cache: cfg.Cache, maxRead: maxRead}, nil
 }
 
 // Name is the warehouse's name (Config.Name).
 func (w *Warehouse) Name() string { return w.name }
+
+// MaxMetadataFileBytes is the size limit of one metadata file read.
+func (w *Warehouse) MaxMetadataFileBytes() int64 { return w.maxRead }
 
 // Location is the root URL, normalized: no trailing slash.
 func (w *Warehouse) Location() string { return w.root.String() }
@@ -177,4 +199,38 @@ func normalizeLocation(loc string) (*url.URL, error) {
 	}
 	u.Path, u.RawPath = p, ""
 	return u, nil
+}
+
+// Warehouses are the warehouses a catalog serves. A location lies inside
+// them if it lies inside any; it is the rule for every metadata location
+// that enters the version store, by whichever API.
+type Warehouses []*Warehouse
+
+// Contains returns loc normalized if some warehouse contains it (see
+// Warehouse.Contains), or an error naming loc and the warehouses.
+func (ws Warehouses) Contains(loc string) (string, error) {
+	if len(ws) == 1 {
+		return ws[0].Contains(loc)
+	}
+	var firstErr error
+	for _, w := range ws {
+		s, err := w.Contains(loc)
+		if err == nil {
+			return s, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	if firstErr == nil {
+		return "", fmt.Errorf("location %q is outside the warehouses: none is configured", loc)
+	}
+	if _, err := normalizeLocation(loc); err != nil {
+		return "", err
+	}
+	roots := make([]string, len(ws))
+	for i, w := range ws {
+		roots[i] = fmt.Sprintf("%q at %s", w.name, w.Location())
+	}
+	return "", fmt.Errorf("location %q is outside every warehouse (%s)", loc, strings.Join(roots, ", "))
 }

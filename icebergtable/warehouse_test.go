@@ -135,3 +135,56 @@ func TestS3OptionsProperties(t *testing.T) {
 		t.Errorf("AWS ClientConfig = %v", got)
 	}
 }
+
+// FuzzContains checks the location rule every metadata location entering
+// the store goes through: a location Contains accepts lies strictly below
+// the root once normalized (no "." or ".." segment, raw or decoded, same
+// scheme and bucket), the normalized form is accepted again as itself, and
+// nothing panics.
+func FuzzContains(f *testing.F) {
+	for _, s := range []string{
+		"file:///srv/lake/db/t/metadata/00000-a.metadata.json", "/srv/lake/x", "file:///srv/lake", "file:///srv/lake/",
+		"file:///srv/lakex/t", "file:///srv/lake/../etc/passwd", "file:///srv/lake/%2e%2e/x", "file://host/srv/lake/x",
+		"file://localhost/srv/lake/x", "s3://bucket/wh/t", "s3://bucket/wh/../t", "s3://other/wh/t", "S3://bucket/wh/t",
+		"file:///srv/lake/a?b", "file:///srv/lake/a#b", "file:///srv/lake//a", "file:///srv/lake/a%00b", "relative/x", "",
+	} {
+		f.Add("file:///srv/lake", s)
+		f.Add("s3://bucket/wh", s)
+	}
+	f.Fuzz(func(t *testing.T, root, loc string) {
+		wh, err := OpenWarehouse(Config{Name: "lake", Location: root})
+		if err != nil {
+			return
+		}
+		got, err := wh.Contains(loc)
+		if err != nil {
+			if got != "" {
+				t.Fatalf("Contains(%q) refused with a location %q", loc, got)
+			}
+			return
+		}
+		u, err := normalizeLocation(got)
+		if err != nil {
+			t.Fatalf("Contains(%q) = %q, which does not parse: %v", loc, got, err)
+		}
+		r := wh.root
+		if u.Scheme != r.Scheme || u.Host != r.Host {
+			t.Fatalf("Contains(%q) = %q: scheme or bucket differ from root %s", loc, got, wh.Location())
+		}
+		prefix := strings.TrimSuffix(r.Path, "/") + "/"
+		if !strings.HasPrefix(u.Path, prefix) || len(u.Path) <= len(prefix) {
+			t.Fatalf("Contains(%q) = %q, not strictly below root %s", loc, got, wh.Location())
+		}
+		for _, seg := range strings.Split(u.Path, "/") {
+			if seg == "." || seg == ".." {
+				t.Fatalf("Contains(%q) = %q has a %q segment", loc, got, seg)
+			}
+		}
+		if again, err := wh.Contains(got); err != nil || again != got {
+			t.Fatalf("Contains(%q) = %q, but Contains of that = %q, %v", loc, got, again, err)
+		}
+		if s, err := (Warehouses{wh, wh}).Contains(loc); err != nil || s != got {
+			t.Fatalf("Warehouses.Contains(%q) = %q, %v; one warehouse says %q", loc, s, err, got)
+		}
+	})
+}

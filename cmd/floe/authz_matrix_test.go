@@ -50,7 +50,10 @@ type authzEnv struct {
 	http    *http.Client
 	tokens  map[string]string // principal -> token; "bad" is in no file
 	logPath string
-	seq     int
+	// warehouse is the server's warehouse root URL: content committed
+	// through the Nessie API names metadata files below it.
+	warehouse string
+	seq       int
 	// mainOld is a commit of main before its head, to move refs to.
 	mainOld string
 }
@@ -90,6 +93,7 @@ func newAuthzEnv(t *testing.T) *authzEnv {
 		"--warehouse", filepath.Join(dir, "warehouse"), "--auth-token-file", tokenFile,
 		"--policy-decision-log", e.logPath)
 	e.addr = p.addr
+	e.warehouse = "file://" + filepath.ToSlash(filepath.Join(dir, "warehouse"))
 	return e
 }
 
@@ -193,16 +197,16 @@ func (e *authzEnv) createRef(t *testing.T, as, typ, name string) {
 func (e *authzEnv) commitTables(t *testing.T, as, branch string, keys ...string) string {
 	t.Helper()
 	var r struct{ TargetBranch struct{ Hash string } }
-	e.must(t, as, http.MethodPost, trees(branch+"@"+e.head(t, branch))+"/history/commit", nessieCommitBody(keys...), &r)
+	e.must(t, as, http.MethodPost, trees(branch+"@"+e.head(t, branch))+"/history/commit", e.nessieCommitBody(keys...), &r)
 	return r.TargetBranch.Hash
 }
 
-func nessieCommitBody(keys ...string) map[string]any {
+func (e *authzEnv) nessieCommitBody(keys ...string) map[string]any {
 	var ops []any
 	for _, k := range keys {
 		elems := strings.Split(k, ".")
 		ops = append(ops, map[string]any{"type": "PUT", "key": map[string]any{"elements": elems},
-			"content": map[string]any{"type": "ICEBERG_TABLE", "metadataLocation": "file:///warehouse/" + k + "/v1.metadata.json",
+			"content": map[string]any{"type": "ICEBERG_TABLE", "metadataLocation": e.warehouse + "/" + k + "/v1.metadata.json",
 				"snapshotId": 1, "schemaId": 0, "specId": 0, "sortOrderId": 0}})
 	}
 	return map[string]any{"commitMeta": map[string]any{"message": "put " + strings.Join(keys, ",")}, "operations": ops}
@@ -450,10 +454,10 @@ var authzActions = map[string]authzAction{
 		return e.do(t, as, http.MethodDelete, trees(ref+"@"+e.head(t, ref))+"?type="+k.refType(), nil)
 	}),
 	"nessie/commit": httpAction(true, func(e *authzEnv, t *testing.T, as string, _ authzKind, ref string) httpResult {
-		return e.do(t, as, http.MethodPost, trees(ref+"@"+e.head(t, ref))+"/history/commit", nessieCommitBody("db.n_"+e.unique()))
+		return e.do(t, as, http.MethodPost, trees(ref+"@"+e.head(t, ref))+"/history/commit", e.nessieCommitBody("db.n_"+e.unique()))
 	}),
 	"nessie/commit.finance": httpAction(true, func(e *authzEnv, t *testing.T, as string, _ authzKind, ref string) httpResult {
-		return e.do(t, as, http.MethodPost, trees(ref+"@"+e.head(t, ref))+"/history/commit", nessieCommitBody("finance.n_"+e.unique()))
+		return e.do(t, as, http.MethodPost, trees(ref+"@"+e.head(t, ref))+"/history/commit", e.nessieCommitBody("finance.n_"+e.unique()))
 	}),
 	"nessie/merge": httpAction(true, func(e *authzEnv, t *testing.T, as string, _ authzKind, ref string) httpResult {
 		src, _ := e.freshSource(t)
@@ -1085,7 +1089,7 @@ func TestAuthzScenarios(t *testing.T) {
 		const tag = "users/dave/t1"
 		e.createRef(t, "dave", "TAG", tag)
 		at := e.head(t, tag)
-		r := e.do(t, "dave", http.MethodPost, trees(tag+"@"+at)+"/history/commit", nessieCommitBody("db.sneaky"))
+		r := e.do(t, "dave", http.MethodPost, trees(tag+"@"+at)+"/history/commit", e.nessieCommitBody("db.sneaky"))
 		if e.head(t, tag) != at {
 			t.Fatal("the tag moved")
 		}

@@ -25,13 +25,17 @@ type cliEnv struct {
 	t    *testing.T
 	addr string
 	http *http.Client
+	// warehouse is the server's warehouse root URL: tables committed
+	// through the Nessie API name metadata files below it.
+	warehouse string
 }
 
 func newCLIEnv(t *testing.T) *cliEnv {
 	t.Helper()
 	dir := t.TempDir()
 	p := startServe(t, nil, "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--warehouse", filepath.Join(dir, "warehouse"))
-	return &cliEnv{t: t, addr: p.addr, http: &http.Client{Timeout: 10 * time.Second}}
+	return &cliEnv{t: t, addr: p.addr, http: &http.Client{Timeout: 10 * time.Second},
+		warehouse: "file://" + filepath.ToSlash(filepath.Join(dir, "warehouse"))}
 }
 
 // floe runs the CLI against the server (through FLOE_SERVER) and returns
@@ -140,7 +144,7 @@ func (e *cliEnv) put(branch, message, version string, keys ...string) string {
 		content := map[string]any{"type": "NAMESPACE", "elements": elems}
 		if len(elems) > 1 {
 			content = map[string]any{"type": "ICEBERG_TABLE", "snapshotId": 1, "schemaId": 0, "specId": 0, "sortOrderId": 0,
-				"metadataLocation": "file:///warehouse/" + k + "/" + version + ".metadata.json"}
+				"metadataLocation": e.warehouse + "/" + k + "/" + version + ".metadata.json"}
 			var entries struct{ Entries []struct{ ContentID string } }
 			e.api(http.MethodGet, "/trees/"+url.PathEscape(branch)+"/entries?key="+url.QueryEscape(k), nil, &entries)
 			if len(entries.Entries) == 1 {
@@ -213,7 +217,7 @@ func TestCLI(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &c); err != nil {
 			t.Fatalf("show: %v in %q", err, out)
 		}
-		if c["type"] != "ICEBERG_TABLE" || c["metadataLocation"] != "file:///warehouse/db.t2/v1.metadata.json" {
+		if c["type"] != "ICEBERG_TABLE" || c["metadataLocation"] != e.warehouse+"/db.t2/v1.metadata.json" {
 			t.Errorf("show dev:db.t2 = %v", c)
 		}
 		if !strings.Contains(out, "\n  \"metadataLocation\"") {
@@ -243,10 +247,10 @@ func TestCLI(t *testing.T) {
 		e.api(http.MethodPost, "/trees/"+url.PathEscape("odd@"+e.head("odd"))+"/history/commit", map[string]any{
 			"commitMeta": map[string]any{"message": "odd key"},
 			"operations": []any{map[string]any{"type": "PUT", "key": map[string]any{"elements": elems},
-				"content": map[string]any{"type": "ICEBERG_TABLE", "metadataLocation": "file:///odd.metadata.json"}}},
+				"content": map[string]any{"type": "ICEBERG_TABLE", "metadataLocation": e.warehouse + "/odd.metadata.json"}}},
 		}, nil)
 		out := e.ok(t, "show", `odd@`+e.head("odd")+`:db.odd\.name/x`)
-		if !strings.Contains(out, "file:///odd.metadata.json") {
+		if !strings.Contains(out, e.warehouse+"/odd.metadata.json") {
 			t.Errorf("show of an escaped key:\n%s", out)
 		}
 		if out := e.ok(t, "ls", "odd", "db"); !strings.Contains(out, `db.odd\.name/x `) {

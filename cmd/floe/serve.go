@@ -1,9 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"runtime/debug"
+
 	"github.com/spf13/cobra"
 
 	"github.com/floe-catalog/floe/assemble"
+	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/server"
 )
@@ -17,6 +22,8 @@ func newServeCommand() *cobra.Command {
 	warehouse := defaultWarehouse
 	warehouseName := "lake"
 	idempotencyKeyLifetime := icebergrest.DefaultIdempotencyKeyLifetime
+	var metadataCacheBytes, maxMetadataFileBytes int64 = icebergtable.DefaultMetadataCacheBytes, icebergtable.DefaultMaxMetadataFileBytes
+	var memoryLimit int64
 	wf := &warehouseFlags{}
 	secFlags := &securityFlags{}
 
@@ -37,6 +44,9 @@ func newServeCommand() *cobra.Command {
 				return err
 			}
 			logger.Info("starting floe", "version", versionString())
+			if limit, set := applyMemoryLimit(memoryLimit, metadataCacheBytes, cfg.StoreCacheBytes); set {
+				logger.Info("memory limit", "bytes", limit)
+			}
 			if cfg.Security, err = secFlags.security(cfg.HTTP.Addr); err != nil {
 				return err
 			}
@@ -44,7 +54,14 @@ func newServeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg.Iceberg = icebergrest.Deps{Warehouses: []icebergrest.Warehouse{wh}, IdempotencyKeyLifetime: idempotencyKeyLifetime}
+			cfg.Iceberg = icebergrest.Deps{Warehouses: []icebergrest.Warehouse{wh}, IdempotencyKeyLifetime: idempotencyKeyLifetime,
+				MetadataCacheBytes: metadataCacheBytes, MaxMetadataFileBytes: maxMetadataFileBytes}
+			if metadataCacheBytes <= 0 {
+				cfg.Iceberg.MetadataCacheBytes = -1 // icebergrest's "off"
+			}
+			if maxMetadataFileBytes <= 0 {
+				return fmt.Errorf("--max-metadata-file-bytes must be positive, got %d", maxMetadataFileBytes)
+			}
 			if idempotencyKeyLifetime <= 0 {
 				cfg.Iceberg.IdempotencyKeyLifetime = -1 // icebergrest's "off"; its 0 means the default
 			}
@@ -63,6 +80,10 @@ func newServeCommand() *cobra.Command {
 	secFlags.register(f)
 	f.StringVar(&warehouseName, "warehouse-name", warehouseName, "name Iceberg clients select the warehouse by: ?warehouse=NAME, or NAME@BRANCH for a branch")
 	f.DurationVar(&idempotencyKeyLifetime, "idempotency-key-lifetime", idempotencyKeyLifetime, "how long the outcome of an Iceberg request sent with an Idempotency-Key is replayed to retries (advertised in /v1/config); 0 turns keys off")
+	f.Int64Var(&metadataCacheBytes, "metadata-cache-bytes", metadataCacheBytes, "memory budget of the cache of parsed Iceberg metadata files (approximate); 0 turns the cache off")
+	f.Int64Var(&cfg.StoreCacheBytes, "store-cache-bytes", 128<<20 /* versionstore.Options default */, "memory budget of the version store's cache of decoded commits and trees")
+	f.Int64Var(&memoryLimit, "memory-limit", 0, "soft limit of the Go runtime's memory in bytes (runtime/debug.SetMemoryLimit); 0 derives it from the cache budgets (metadata + store caches + "+fmt.Sprint(memoryHeadroom>>20)+" MiB), negative leaves it to GOMEMLIMIT; GOMEMLIMIT, if set, wins")
+	f.Int64Var(&maxMetadataFileBytes, "max-metadata-file-bytes", maxMetadataFileBytes, "largest Iceberg table or view metadata file read (after gunzipping); a larger one is refused")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.DurationVar(&cfg.HTTP.ShutdownTimeout, "shutdown-timeout", cfg.HTTP.ShutdownTimeout, "how long in-flight requests may run after shutdown begins")
@@ -74,4 +95,28 @@ func newServeCommand() *cobra.Command {
 	f.DurationVar(&cfg.HTTP.IdleTimeout, "idle-timeout", cfg.HTTP.IdleTimeout, "how long idle keep-alive connections stay open")
 	annotateEnv(f)
 	return cmd
+}
+
+// memoryHeadroom is what the memory limit allows the Go heap beyond the
+// two caches' budgets: the policy engine, Pebble's Go-side state and the
+// working set of concurrent requests (decoded and encoded metadata files,
+// each bounded by --max-metadata-file-bytes). Pebble's block cache (64
+// MiB) and memtables (64 MiB, two while one flushes) are allocated outside
+// the Go heap and come on top (see the README's memory section).
+const memoryHeadroom = 128 << 20
+
+// applyMemoryLimit sets the Go runtime's soft memory limit, so the
+// garbage collector runs before the heap outgrows what the caches are
+// allowed: without it the heap grows to twice its live size (GOGC=100),
+// and full caches then cost twice their budget in RSS. A GOMEMLIMIT in the
+// environment wins. It returns the limit it set.
+func applyMemoryLimit(limit, metadataCacheBytes, storeCacheBytes int64) (int64, bool) {
+	if os.Getenv("GOMEMLIMIT") != "" || limit < 0 {
+		return 0, false
+	}
+	if limit == 0 {
+		limit = max(metadataCacheBytes, 0) + max(storeCacheBytes, 0) + memoryHeadroom
+	}
+	debug.SetMemoryLimit(limit)
+	return limit, true
 }

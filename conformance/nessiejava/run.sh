@@ -88,7 +88,7 @@ status=0
 rm -rf "$root/.cache/nessiejava-target/surefire-reports"
 # shellcheck disable=SC2086 # MVN_ARGS is split on purpose
 (cd "$here" && "$mvn" -q -B -Dstyle.color=never -Dmaven.repo.local="$root/.cache/m2" test \
-	-Dfloe.uri="http://$dev_addr/api/v2" -Dfloe.secure.uri="http://$secure_addr/api/v2" \
+	-Dfloe.uri="http://$dev_addr/api/v2" -Dfloe.warehouse="file://$tmp/dev/warehouse" -Dfloe.secure.uri="http://$secure_addr/api/v2" \
 	-Dfloe.token.publisher="$publisher_token" -Dfloe.token.ingest="$ingest_token" ${MVN_ARGS:-}) || status=$?
 # Maven runs quietly; sum up Surefire's reports in one closing line.
 reports=("$root"/.cache/nessiejava-target/surefire-reports/TEST-*.xml)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from pyiceberg.catalog import Catalog
-from pyiceberg.exceptions import RESTError
+from pyiceberg.exceptions import BadRequestError
 from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.snapshots import Operation
 
@@ -141,7 +141,8 @@ def test_warehouse_at_main(floe: FloeServer, catalog: Catalog, ns: str) -> None:
 
 @pytest.mark.parametrize("warehouse", ["nope", "lake@no-such-branch", "nope@main"])
 def test_unknown_warehouse(floe: FloeServer, warehouse: str) -> None:
-    # GET /v1/config answers 404 NoSuchWarehouseException, which PyIceberg
-    # surfaces as a plain RESTError when the catalog is loaded.
-    with pytest.raises(RESTError, match="NoSuchWarehouseException"):
+    # GET /v1/config answers 400 BadRequestException naming the warehouse
+    # (the spec lists no 404 for it), which PyIceberg raises as
+    # BadRequestError when the catalog is loaded.
+    with pytest.raises(BadRequestError, match="Warehouse"):
         floe.catalog(warehouse)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -126,6 +127,11 @@ def errata(spec: dict) -> None:
       as the schema of error bodies while their own examples (and every
       other operation, and Java's server) wrap it as IcebergErrorResponse,
       {"error": ErrorModel}; the wrapped form is what is checked.
+    - createNamespace may answer 404 NoSuchNamespaceException when the new
+      namespace's parent does not exist. The spec lists no 404 there, but
+      Java's reference server (RESTCatalogAdapter) maps
+      NoSuchNamespaceException to 404 on every route, and Java clients and
+      the REST Compatibility Kit expect it: a known gap of the spec.
     """
     spec.pop("security", None)
     wrapped = {"$ref": "#/components/schemas/IcebergErrorResponse"}
@@ -136,6 +142,11 @@ def errata(spec: dict) -> None:
         for op in item.values():
             if isinstance(op, dict):
                 op.pop("security", None)
+    create_ns = spec["paths"]["/v1/{prefix}/namespaces"]["post"]
+    create_ns["responses"].setdefault("404", {
+        "description": "Not Found - the parent namespace does not exist (NoSuchNamespaceException, as Java's server answers)",
+        "content": {"application/json": {"schema": dict(wrapped)}},
+    })
     for r in responses:
         for media in r.get("content", {}).values():
             if media.get("schema") == {"$ref": "#/components/schemas/ErrorModel"}:
@@ -222,6 +233,18 @@ def advertised(uri: str, spec: dict) -> list[str]:
     return ["getConfig", *out]
 
 
+# Scratch directories of other test runners (pytest's basetemp, go test's
+# t.TempDir, other floe suites): on a shared machine they fill with
+# metadata files of their own servers while this run is going, and floe
+# never writes there unless a location check failed, which a generated
+# location is all but certain not to aim at.
+OTHER_RUNNERS = re.compile(r"^(pytest-of-|Test|Benchmark|Fuzz|go-build|floe-(?!schemathesis))")
+
+
+def other_runner(rel: Path) -> bool:
+    return bool(rel.parts) and OTHER_RUNNERS.match(rel.parts[0]) is not None
+
+
 def files_outside(base: Path, started: float) -> list[str]:
     allowed = [base / "data", base / "warehouse"]
     bad = []
@@ -231,7 +254,7 @@ def files_outside(base: Path, started: float) -> list[str]:
     tmp = Path("/tmp")
     for dirpath, _dirs, names in os.walk(tmp):
         d = Path(dirpath)
-        if d.is_relative_to(base.parent):
+        if d.is_relative_to(base.parent) or other_runner(d.relative_to(tmp)):
             continue
         for n in names:
             p = d / n

@@ -1,7 +1,10 @@
 package authn
 
 import (
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -73,6 +76,50 @@ func FuzzAuthenticate(f *testing.F) {
 		}
 		if p.ID == "" {
 			t.Fatalf("header %q authenticated with an empty ID", header)
+		}
+	})
+}
+
+// FuzzTokenForm feeds arbitrary bodies to the OAuth token endpoint
+// (POST /v1/oauth/tokens, client-credentials grant). It must never panic
+// or answer a 5xx; an error is a 4xx with an OAuth error body; and only the
+// one known client with its secret is issued a token.
+func FuzzTokenForm(f *testing.F) {
+	env := newBenchEnv(f, 0)
+	h := env.a.TokenHandler()
+	for _, s := range []string{
+		"grant_type=client_credentials&client_id=spark&client_secret=s",
+		"grant_type=client_credentials&client_id=spark&client_secret=s&scope=catalog",
+		"grant_type=client_credentials&client_id=spark&client_secret=wrong",
+		"grant_type=client_credentials&client_id=spark&client_id=spark&client_secret=s",
+		"grant_type=password&username=a&password=b", "grant_type=client_credentials&scope=%ZZ", "", "%", "a=b;c=d",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "http://floe.test/v1/oauth/tokens", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		var out struct {
+			AccessToken string `json:"access_token"`
+			Error       string `json:"error"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
+			t.Fatalf("body %q: answer %d %q is not JSON: %v", body, w.Code, w.Body.String(), err)
+		}
+		switch {
+		case w.Code == http.StatusOK:
+			form, err := url.ParseQuery(body)
+			if err != nil || form.Get("client_id") != "spark" || form.Get("client_secret") != "s" || out.AccessToken == "" {
+				t.Fatalf("body %q was issued a token: %s", body, w.Body.String())
+			}
+		case w.Code >= 400 && w.Code < 500:
+			if out.Error == "" {
+				t.Fatalf("body %q: %d without an OAuth error: %s", body, w.Code, w.Body.String())
+			}
+		default:
+			t.Fatalf("body %q: status %d: %s", body, w.Code, w.Body.String())
 		}
 	})
 }

@@ -91,6 +91,10 @@ type Deps struct {
 	// icebergtable.MetadataCache). 0 means
 	// icebergtable.DefaultMetadataCacheBytes; negative turns the cache off.
 	MetadataCacheBytes int64
+	// MaxMetadataFileBytes bounds one metadata file read (see
+	// icebergtable.Config); 0 means
+	// icebergtable.DefaultMaxMetadataFileBytes.
+	MaxMetadataFileBytes int64
 }
 
 // api serves the Iceberg REST routes.
@@ -103,7 +107,7 @@ type api struct {
 	// files are the warehouses' file IO, in the order configured: a
 	// metadata file is read and written through the warehouse holding it
 	// (filesAt).
-	files []*icebergtable.Warehouse
+	files icebergtable.Warehouses
 	// cache holds the table metadata files of all warehouses; nil when
 	// turned off.
 	cache     *icebergtable.MetadataCache
@@ -140,6 +144,11 @@ func New(deps Deps) (*API, error) {
 // /v1/{prefix}/...) to r. r must match on encoded paths
 // (mux.Router.UseEncodedPath), as floe's server router does.
 func (x *API) Routes(r *mux.Router) { x.a.routes(r) }
+
+// Warehouses are the facade's warehouses, in the order configured: the
+// rule for every metadata location another API (Nessie's) lets into the
+// store.
+func (x *API) Warehouses() icebergtable.Warehouses { return x.a.files }
 
 // ExpireRecords deletes expired idempotency records every minute (or
 // every lifetime, if shorter) until ctx ends or the store closes; it
@@ -204,7 +213,7 @@ func newAPI(deps Deps) (*api, error) {
 		a.cache = icebergtable.NewMetadataCache(n)
 	}
 	for _, w := range deps.Warehouses {
-		wh, err := newWarehouse(w, a.cache)
+		wh, err := newWarehouse(w, a.cache, deps.MaxMetadataFileBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -255,6 +264,11 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 		a.logger.DebugContext(r.Context(), "iceberg request refused",
 			"method", r.Method, "path", r.URL.EscapedPath(), "status", ae.status,
 			"type", ae.typ, "error", ae.msg, "request_id", requestID(w))
+	}
+	if ime, ok := errors.AsType[*icebergtable.InvalidMetadataError](err); ok {
+		// The parser's detail may quote the file: logs only, at debug.
+		a.logger.DebugContext(r.Context(), "invalid metadata file",
+			"location", ime.Location, "cause", ime.Cause(), "request_id", requestID(w))
 	}
 	writeError(w, r, ae)
 }

@@ -90,9 +90,11 @@ func TestConfig(t *testing.T) {
 		status    int
 		typ, msg  string
 	}{
-		{"nowhere", 404, "NoSuchWarehouseException", "Warehouse does not exist: nowhere"},
-		{"lake@nosuch", 404, "NoSuchWarehouseException", "…reference \"nosuch\" does not exist"},
-		{"lake@0123456789abcdef", 404, "NoSuchWarehouseException", "…"},
+		// The spec lists no 404 for getConfig: 400, as for other bad
+		// parameters (the other routes answer 404 NoSuchWarehouse).
+		{"nowhere", 400, "BadRequestException", "Warehouse does not exist: nowhere"},
+		{"lake@nosuch", 400, "BadRequestException", "…reference \"nosuch\" does not exist"},
+		{"lake@0123456789abcdef", 400, "BadRequestException", "…"},
 		{"lake@bad..name", 400, "BadRequestException", "Invalid reference"},
 	} {
 		t.Run("error/"+tc.warehouse, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package icebergrest
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -100,6 +101,13 @@ type configResponse struct {
 // advertises idempotency-key-lifetime unless keys are turned off.
 func (a *api) getConfig(w http.ResponseWriter, r *http.Request) error {
 	wr, err := a.resolveWarehouse(r.Context(), r.URL.Query().Get("warehouse"))
+	if ae, ok := errors.AsType[*apiError](err); ok && ae.status == http.StatusNotFound {
+		// The spec lists no 404 for getConfig, and Java's reference
+		// server knows no warehouses to miss: a warehouse that names
+		// nothing is a bad request parameter (the other routes keep
+		// 404 NoSuchWarehouseException, which the spec allows there).
+		return &apiError{status: http.StatusBadRequest, typ: typeBadRequest, msg: ae.msg, cause: ae.cause}
+	}
 	if err != nil {
 		return err
 	}

@@ -60,6 +60,8 @@ type updateFields struct {
 	Spec       *json.RawMessage  `json:"spec"`
 	SortOrder  *json.RawMessage  `json:"sort-order"`
 	Properties map[string]string `json:"properties"`
+	// ViewVersion is add-view-version's version; nil when absent or null.
+	ViewVersion *json.RawMessage `json:"view-version"`
 }
 
 func decodeUpdate(u any) (updateFields, error) {
@@ -118,6 +120,11 @@ func validateUpdateFields(f updateFields, what string) error {
 		}
 		if err := validateSchema(f.Schema); err != nil {
 			return err
+		}
+	case "add-view-version":
+		// iceberg-go's builder dereferences the version unchecked.
+		if f.ViewVersion == nil {
+			return badRequest("invalid add-view-version update: the view-version is missing")
 		}
 	case "set-location":
 		if err := validateLocationSyntax(what, f.Location, false); err != nil {

@@ -25,12 +25,13 @@ type warehouse struct {
 	clientConfig map[string]string
 }
 
-func newWarehouse(w Warehouse, cache *icebergtable.MetadataCache) (*warehouse, error) {
+func newWarehouse(w Warehouse, cache *icebergtable.MetadataCache, maxRead int64) (*warehouse, error) {
 	if w.Name == "" || strings.ContainsAny(w.Name, "@|/") {
 		return nil, fmt.Errorf("iceberg REST: invalid warehouse name %q: it must be non-empty without '@', '|' or '/'", w.Name)
 	}
 	files, err := icebergtable.OpenWarehouse(icebergtable.Config{
 		Name: w.Name, Location: w.Location, IOProperties: w.IOProperties, Cache: cache,
+		MaxMetadataFileBytes: maxRead,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("iceberg REST: %w", err)

@@ -61,6 +61,21 @@ type Deps struct {
 	// snapshots where allowed (package mergeengine); nil merges at key
 	// level only, as Nessie does.
 	Merger Merger
+	// Locations is the rule for the metadata location of every
+	// ICEBERG_TABLE and ICEBERG_VIEW content a client sends (commits,
+	// and merges with resolvedContent): the location must lie inside
+	// it, as the locations floe writes do, so that no client can point a
+	// table at a file the server can read but the warehouse does not
+	// hold. floe serve passes the Iceberg facade's warehouses; nil
+	// checks nothing (tests of this package alone).
+	Locations Locations
+}
+
+// Locations says whether a metadata location is acceptable, returning it
+// normalized or an error naming the location and the rule it breaks.
+// *icebergtable.Warehouse and icebergtable.Warehouses implement it.
+type Locations interface {
+	Contains(loc string) (string, error)
 }
 
 type api struct {
@@ -71,6 +86,7 @@ type api struct {
 	filters   *filterCompiler
 	classify  Classifier
 	merger    Merger
+	locations Locations
 }
 
 // Register adds the Nessie API v2 routes under Prefix to r. The router must
@@ -84,7 +100,8 @@ func Register(r *mux.Router, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	a := &api{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, filters: filters, classify: deps.Classifier, merger: deps.Merger}
+	a := &api{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, filters: filters,
+		classify: deps.Classifier, merger: deps.Merger, locations: deps.Locations}
 	if a.logger == nil {
 		a.logger = slog.New(slog.DiscardHandler)
 	}

@@ -346,18 +346,18 @@ func TestCommitEntriesAndContents(t *testing.T) {
 		body := func(ops ...operation) map[string]any {
 			return map[string]any{"commitMeta": map[string]any{"message": "x"}, "operations": ops}
 		}
-		ne := e.fail(http.MethodPost, path, body(put(table("file:///x.json", 1), "db", "t1")), http.StatusConflict, "REFERENCE_CONFLICT")
+		ne := e.fail(http.MethodPost, path, body(put(table("file:///w/x.json", 1), "db", "t1")), http.StatusConflict, "REFERENCE_CONFLICT")
 		if ne.ErrorDetails == nil || ne.ErrorDetails.Type != "REFERENCE_CONFLICTS" || ne.ErrorDetails.Conflicts[0].ConflictType != "KEY_EXISTS" ||
 			!slices.Equal(ne.ErrorDetails.Conflicts[0].Key.Elements, []string{"db", "t1"}) {
 			t.Errorf("put without id: %+v", ne.ErrorDetails)
 		}
-		wrongID := table("file:///x.json", 1)
+		wrongID := table("file:///w/x.json", 1)
 		wrongID.ID = ids["db.t2"]
 		ne = e.fail(http.MethodPost, path, body(put(wrongID, "db", "t1")), http.StatusConflict, "REFERENCE_CONFLICT")
 		if ne.ErrorDetails.Conflicts[0].ConflictType != "CONTENT_ID_DIFFERS" {
 			t.Errorf("wrong id: %+v", ne.ErrorDetails)
 		}
-		ne = e.fail(http.MethodPost, path, body(put(table("file:///x.json", 1), "nons", "t")), http.StatusConflict, "REFERENCE_CONFLICT")
+		ne = e.fail(http.MethodPost, path, body(put(table("file:///w/x.json", 1), "nons", "t")), http.StatusConflict, "REFERENCE_CONFLICT")
 		if ne.ErrorDetails.Conflicts[0].ConflictType != "NAMESPACE_ABSENT" {
 			t.Errorf("no namespace: %+v", ne.ErrorDetails)
 		}
@@ -428,7 +428,7 @@ func TestHistory(t *testing.T) {
 	e := newEnv(t)
 	e.commit("main", "c1", put(namespace("db"), "db"))
 	for i := 2; i <= 6; i++ {
-		e.commit("main", fmt.Sprintf("c%d", i), put(table(fmt.Sprintf("file:///t%d.json", i), int64(i)), "db", fmt.Sprintf("t%d", i)))
+		e.commit("main", fmt.Sprintf("c%d", i), put(table(fmt.Sprintf("file:///w/t%d.json", i), int64(i)), "db", fmt.Sprintf("t%d", i)))
 	}
 	type logEntry struct {
 		CommitMeta        map[string]any
@@ -458,7 +458,7 @@ func TestHistory(t *testing.T) {
 	e.ok(http.MethodGet, "/trees/main/history?fetch=ALL", nil, http.StatusOK, &l)
 	c5 := l.LogEntries[1].CommitMeta["hash"].(string)
 	if l.LogEntries[0].ParentCommitHash != c5 || len(l.LogEntries[0].Operations) != 1 ||
-		l.LogEntries[0].Operations[0].Type != "PUT" || l.LogEntries[0].Operations[0].Content.MetadataLocation != "file:///t6.json" ||
+		l.LogEntries[0].Operations[0].Type != "PUT" || l.LogEntries[0].Operations[0].Content.MetadataLocation != "file:///w/t6.json" ||
 		len(l.LogEntries[0].AdditionalParents) != 0 {
 		t.Errorf("ALL log entry %+v", l.LogEntries[0])
 	}
@@ -528,7 +528,7 @@ func diffKeys(d diffResp) (out []string) {
 
 func TestDiff(t *testing.T) {
 	e := newEnv(t)
-	e.commit("main", "ns", put(namespace("db"), "db"), put(table("file:///a1.json", 1), "db", "a"), put(table("file:///b1.json", 1), "db", "b"))
+	e.commit("main", "ns", put(namespace("db"), "db"), put(table("file:///w/a1.json", 1), "db", "a"), put(table("file:///w/b1.json", 1), "db", "b"))
 	base := e.head("main")
 	e.branch("dev", "main")
 	ids := map[string]string{}
@@ -537,16 +537,16 @@ func TestDiff(t *testing.T) {
 	for _, x := range entries.Entries {
 		ids[strings.Join(x.Name.Elements, ".")] = x.ContentID
 	}
-	a2 := table("file:///a2.json", 2)
+	a2 := table("file:///w/a2.json", 2)
 	a2.ID = ids["db.a"]
-	e.commit("dev", "change", put(a2, "db", "a"), del("db", "b"), put(table("file:///c.json", 1), "db", "c"), put(namespace("db", "x"), "db", "x"))
+	e.commit("dev", "change", put(a2, "db", "a"), del("db", "b"), put(table("file:///w/c.json", 1), "db", "c"), put(namespace("db", "x"), "db", "x"))
 
 	var d diffResp
 	e.ok(http.MethodGet, "/trees/main/diff/dev", nil, http.StatusOK, &d)
 	if !slices.Equal(diffKeys(d), []string{"db.a", "db.b", "db.c", "db.x"}) {
 		t.Fatalf("diff %v", diffKeys(d))
 	}
-	if d.Diffs[0].From.MetadataLocation != "file:///a1.json" || d.Diffs[0].To.MetadataLocation != "file:///a2.json" ||
+	if d.Diffs[0].From.MetadataLocation != "file:///w/a1.json" || d.Diffs[0].To.MetadataLocation != "file:///w/a2.json" ||
 		d.Diffs[1].To != nil || d.Diffs[2].From != nil {
 		t.Errorf("diff values %+v", d.Diffs)
 	}
@@ -578,7 +578,7 @@ func TestDiff(t *testing.T) {
 		t.Errorf("paged diff %v", all)
 	}
 	e.ok(http.MethodGet, "/trees/dev/diff/dev~1", nil, http.StatusOK, &d)
-	if len(d.Diffs) != 4 || d.Diffs[0].From.MetadataLocation != "file:///a2.json" {
+	if len(d.Diffs) != 4 || d.Diffs[0].From.MetadataLocation != "file:///w/a2.json" {
 		t.Errorf("reverse diff %+v", d.Diffs)
 	}
 	e.ok(http.MethodGet, "/trees/-/diff/main", nil, http.StatusOK, &d)
@@ -605,7 +605,7 @@ type mergeResp struct {
 
 func TestMergeAndTransplant(t *testing.T) {
 	e := newEnv(t)
-	e.commit("main", "ns", put(namespace("db"), "db"), put(table("file:///t1.json", 1), "db", "t"))
+	e.commit("main", "ns", put(namespace("db"), "db"), put(table("file:///w/t1.json", 1), "db", "t"))
 	base := e.head("main")
 	e.branch("dev", "main")
 	var c struct{ Content content }
@@ -616,7 +616,7 @@ func TestMergeAndTransplant(t *testing.T) {
 		x.ID = id
 		return x
 	}
-	e.commit("dev", "dev change", put(upd("file:///t2.json"), "db", "t"), put(table("file:///u.json", 1), "db", "u"))
+	e.commit("dev", "dev change", put(upd("file:///w/t2.json"), "db", "t"), put(table("file:///w/u.json", 1), "db", "u"))
 	devHead := e.head("dev")
 	merge := func(target string, body map[string]any) string {
 		return "/trees/" + target + "@" + e.head(target) + "/history/merge"
@@ -659,8 +659,8 @@ func TestMergeAndTransplant(t *testing.T) {
 
 	t.Run("conflicts", func(t *testing.T) {
 		e := e.with(t)
-		e.commit("dev", "dev again", put(upd("file:///t3.json"), "db", "t"))
-		e.commit("main", "main change", put(upd("file:///t4.json"), "db", "t"))
+		e.commit("dev", "dev again", put(upd("file:///w/t3.json"), "db", "t"))
+		e.commit("main", "main change", put(upd("file:///w/t4.json"), "db", "t"))
 		body := map[string]any{"fromRefName": "dev", "fromHash": e.head("dev")}
 		ne := e.fail(http.MethodPost, merge("main", nil), body, http.StatusConflict, "REFERENCE_CONFLICT")
 		if ne.ErrorDetails == nil || len(ne.ErrorDetails.Conflicts) != 1 || ne.ErrorDetails.Conflicts[0].ConflictType != "VALUE_DIFFERS" ||
@@ -687,7 +687,7 @@ func TestMergeAndTransplant(t *testing.T) {
 			t.Errorf("FORCE merge %+v", m)
 		}
 		e.ok(http.MethodGet, "/trees/main/contents/db.t", nil, http.StatusOK, &c)
-		if c.Content.MetadataLocation != "file:///t3.json" {
+		if c.Content.MetadataLocation != "file:///w/t3.json" {
 			t.Errorf("after FORCE: %+v", c.Content)
 		}
 	})
@@ -698,7 +698,7 @@ func TestMergeAndTransplant(t *testing.T) {
 		e.fail(http.MethodPost, merge("main", nil), map[string]any{"fromRefName": "nope", "fromHash": devHead}, http.StatusNotFound, "REFERENCE_NOT_FOUND")
 		e.fail(http.MethodPost, merge("main", nil), map[string]any{"fromRefName": "dev", "fromHash": devHead, "defaultKeyMergeMode": "MAYBE"}, http.StatusBadRequest, "BAD_REQUEST")
 		e.fail(http.MethodPost, merge("main", nil), map[string]any{"fromRefName": "dev", "fromHash": devHead,
-			"keyMergeModes": []map[string]any{{"key": key{[]string{"db", "t"}}, "mergeBehavior": "NORMAL", "resolvedContent": table("file:///r.json", 1)}}}, http.StatusBadRequest, "BAD_REQUEST")
+			"keyMergeModes": []map[string]any{{"key": key{[]string{"db", "t"}}, "mergeBehavior": "NORMAL", "resolvedContent": table("file:///w/r.json", 1)}}}, http.StatusBadRequest, "BAD_REQUEST")
 		e.fail(http.MethodPost, merge("main", nil), map[string]any{"fromRefName": "dev", "fromHash": devHead,
 			"keyMergeModes": []map[string]any{{"key": key{[]string{"db", "untouched"}}, "mergeBehavior": "FORCE"}}}, http.StatusBadRequest, "BAD_REQUEST")
 		e.fail(http.MethodPost, "/trees/main/history/merge", map[string]any{"fromRefName": "dev", "fromHash": devHead}, http.StatusBadRequest, "BAD_REQUEST")
@@ -714,8 +714,8 @@ func TestMergeAndTransplant(t *testing.T) {
 		e := e.with(t)
 		e.branch("tp", "main")
 		e.branch("src", "main")
-		s1 := e.commit("src", "one", put(table("file:///x.json", 1), "db", "x")).TargetBranch.Hash
-		s2 := e.commit("src", "two", put(table("file:///y.json", 1), "db", "y")).TargetBranch.Hash
+		s1 := e.commit("src", "one", put(table("file:///w/x.json", 1), "db", "x")).TargetBranch.Hash
+		s2 := e.commit("src", "two", put(table("file:///w/y.json", 1), "db", "y")).TargetBranch.Hash
 		path := "/trees/tp@" + e.head("tp") + "/history/transplant"
 		var m mergeResp
 		e.ok(http.MethodPost, path, map[string]any{"fromRefName": "src", "hashesToTransplant": []string{s1, s2[:12]}, "dryRun": true}, http.StatusOK, &m)
@@ -734,8 +734,8 @@ func TestMergeAndTransplant(t *testing.T) {
 			t.Errorf("transplanted log %+v", l.LogEntries)
 		}
 		// Transplanting a change to a key the target changed too.
-		e.commit("src", "src t", put(upd("file:///s.json"), "db", "t"))
-		e.commit("tp", "tp t", put(upd("file:///p.json"), "db", "t"))
+		e.commit("src", "src t", put(upd("file:///w/s.json"), "db", "t"))
+		e.commit("tp", "tp t", put(upd("file:///w/p.json"), "db", "t"))
 		body := map[string]any{"fromRefName": "src", "hashesToTransplant": []string{e.head("src")}}
 		ne := e.fail(http.MethodPost, "/trees/tp@"+e.head("tp")+"/history/transplant", body, http.StatusConflict, "REFERENCE_CONFLICT")
 		if ne.ErrorDetails == nil || ne.ErrorDetails.Conflicts[0].ConflictType != "VALUE_DIFFERS" {

@@ -31,10 +31,10 @@ func TestDocumentedFilters(t *testing.T) {
 		put(namespace("some", "name", "space"), "some", "name", "space"),
 		put(namespace("x"), "x"), put(namespace("x", "y.z"), "x", "y.z"))
 	c2 := commit("invent awesome things", "author-1", "val1",
-		put(table("file:///t1.json", 1), "a", "b", "c", "t1"), put(table("file:///t2.json", 1), "a", "b", "c", "t2"),
-		put(&content{Type: "ICEBERG_VIEW", MetadataLocation: "file:///v.json", VersionID: new(int64(1))}, "a", "b", "v"),
-		put(table("file:///xt.json", 1), "x", "y.z", "t"))
-	c3 := commit("add base table", "author-2", "val2", put(table("file:///base.json", 1), "some", "name", "space", "BaseTable"))
+		put(table("file:///w/t1.json", 1), "a", "b", "c", "t1"), put(table("file:///w/t2.json", 1), "a", "b", "c", "t2"),
+		put(&content{Type: "ICEBERG_VIEW", MetadataLocation: "file:///w/v.json", VersionID: new(int64(1))}, "a", "b", "v"),
+		put(table("file:///w/xt.json", 1), "x", "y.z", "t"))
+	c3 := commit("add base table", "author-2", "val2", put(table("file:///w/base.json", 1), "some", "name", "space", "BaseTable"))
 	commit("drop t2", "author-3", "val1", del("a", "b", "c", "t2"))
 	for name, ref := range map[string]reference{
 		"my-tag-or-branch": {Type: "BRANCH", Name: "main", Hash: c1},

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/internal/testkit/testserver"
 	"github.com/floe-catalog/floe/rest/nessie"
 	"github.com/floe-catalog/floe/versionstore"
@@ -33,7 +34,21 @@ func newEnv(t *testing.T) *testEnv {
 // Deps.
 func newEnvWith(t *testing.T, configure func(*nessie.Deps)) *testEnv {
 	t.Helper()
-	s := testserver.Start(t, testserver.Options{Nessie: configure})
+	s := testserver.Start(t, testserver.Options{Nessie: func(d *nessie.Deps) {
+		if configure != nil {
+			configure(d)
+		}
+		if d.Locations == nil {
+			// Content in these tests names metadata files the Nessie API
+			// never reads, under file:///w; the Iceberg facade's own
+			// warehouse is the server's temporary one.
+			wh, err := icebergtable.OpenWarehouse(icebergtable.Config{Name: "w", Location: "file:///w"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Locations = wh
+		}
+	}})
 	return &testEnv{t: t, url: s.URL, store: s.Store}
 }
 

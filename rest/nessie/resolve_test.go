@@ -12,7 +12,7 @@ import (
 // two parents, only while the target holds the expected content.
 func TestMergeResolvedContent(t *testing.T) {
 	e := newEnv(t)
-	e.commit("main", "ns", put(namespace("db"), "db"), put(table("file:///t1.json", 1), "db", "t"))
+	e.commit("main", "ns", put(namespace("db"), "db"), put(table("file:///w/t1.json", 1), "db", "t"))
 	e.branch("dev", "main")
 	var c struct{ Content content }
 	e.ok(http.MethodGet, "/trees/main/contents/db.t", nil, http.StatusOK, &c)
@@ -22,13 +22,13 @@ func TestMergeResolvedContent(t *testing.T) {
 		x.ID = id
 		return x
 	}
-	e.commit("dev", "dev change", put(upd("file:///dev.json", 2), "db", "t"), put(table("file:///u.json", 1), "db", "u"))
+	e.commit("dev", "dev change", put(upd("file:///w/dev.json", 2), "db", "t"), put(table("file:///w/u.json", 1), "db", "u"))
 	devHead := e.head("dev")
-	e.commit("main", "main change", put(upd("file:///main.json", 3), "db", "t"))
+	e.commit("main", "main change", put(upd("file:///w/main.json", 3), "db", "t"))
 	e.ok(http.MethodGet, "/trees/main/contents/db.t", nil, http.StatusOK, &c)
 	onMain := c.Content
-	resolved := upd("file:///resolved.json", 4)
-	otherID := table("file:///x.json", 1)
+	resolved := upd("file:///w/resolved.json", 4)
+	otherID := table("file:///w/x.json", 1)
 	otherID.ID = "a-different-id"
 	merge := func() string { return "/trees/main@" + e.head("main") + "/history/merge" }
 	body := func(mode map[string]any) map[string]any {
@@ -59,7 +59,7 @@ func TestMergeResolvedContent(t *testing.T) {
 	t.Run("stale expected target", func(t *testing.T) {
 		e := e.with(t)
 		before := e.head("main")
-		stale := upd("file:///t1.json", 1) // what main held before it changed
+		stale := upd("file:///w/t1.json", 1) // what main held before it changed
 		ne := e.fail(http.MethodPost, merge(), body(map[string]any{"mergeBehavior": "NORMAL", "expectedTargetContent": stale, "resolvedContent": resolved}),
 			http.StatusConflict, "REFERENCE_CONFLICT")
 		if ne.ErrorDetails == nil || len(ne.ErrorDetails.Conflicts) != 1 || !slices.Equal(ne.ErrorDetails.Conflicts[0].Key.Elements, []string{"db", "t"}) {
@@ -94,11 +94,11 @@ func TestMergeResolvedContent(t *testing.T) {
 			t.Fatalf("merge %+v", m)
 		}
 		e.ok(http.MethodGet, "/trees/main/contents/db.t", nil, http.StatusOK, &c)
-		if c.Content.MetadataLocation != "file:///resolved.json" || *c.Content.SnapshotID != 4 || c.Content.ID != id {
+		if c.Content.MetadataLocation != "file:///w/resolved.json" || *c.Content.SnapshotID != 4 || c.Content.ID != id {
 			t.Errorf("db.t after the merge: %+v", c.Content)
 		}
 		e.ok(http.MethodGet, "/trees/main/contents/db.u", nil, http.StatusOK, &c)
-		if c.Content.MetadataLocation != "file:///u.json" {
+		if c.Content.MetadataLocation != "file:///w/u.json" {
 			t.Errorf("db.u after the merge: %+v", c.Content)
 		}
 		var l struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
@@ -59,6 +60,9 @@ func (a *api) commit(r *http.Request) (any, error) {
 		case "PUT":
 			op.Kind = versionstore.OpPut
 			if op.Content, err = o.Content.content(k); err != nil {
+				return nil, err
+			}
+			if err := a.checkLocation(k, op.Content, fmt.Sprintf("operation %d", i)); err != nil {
 				return nil, err
 			}
 		case "DELETE":
@@ -161,6 +165,29 @@ func (m *mergeIn) modes(target func(versionstore.ContentKey, *versionstore.Conte
 		modes = append(modes, mode)
 	}
 	return def, modes, nil
+}
+
+// checkLocation refuses Iceberg content whose metadata location lies
+// outside the locations the server accepts (Deps.Locations).
+func (a *api) checkLocation(k versionstore.ContentKey, c *versionstore.Content, where string) error {
+	if a.locations == nil || c == nil || (c.Type != versionstore.IcebergTable && c.Type != versionstore.IcebergView) {
+		return nil
+	}
+	if _, err := a.locations.Contains(c.MetadataLocation); err != nil {
+		return badRequest("%s: metadataLocation %q of %q is refused: %v; a table's or view's metadata file must lie inside a warehouse of this server", where, c.MetadataLocation, k.String(), err)
+	}
+	return nil
+}
+
+// checkResolvedLocations applies checkLocation to a merge's resolved
+// contents, which enter the target as sent.
+func (a *api) checkResolvedLocations(modes []versionstore.KeyMergeMode) error {
+	for i, m := range modes {
+		if err := a.checkLocation(m.Key, m.Resolved, fmt.Sprintf("keyMergeModes[%d] resolvedContent", i)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // rawContent decodes a content object given inside a merge mode.
@@ -289,6 +316,9 @@ func (a *api) merge(r *http.Request) (any, error) {
 	}
 	def, modes, err := body.modes(a.expectedTarget(r.Context(), branch))
 	if err != nil {
+		return nil, err
+	}
+	if err := a.checkResolvedLocations(modes); err != nil {
 		return nil, err
 	}
 	from, err := a.mergeSource(r.Context(), body.FromRefName, body.FromHash)

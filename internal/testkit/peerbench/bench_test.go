@@ -33,6 +33,16 @@ func warmUps(b *testing.B) int {
 
 // forEachServer runs fn as sub-benchmark server=<name> for each server
 // whose URL is set, and skips the others.
+// peerWarehouse is the root URL of floe's warehouse (FLOE_PEER_WAREHOUSE,
+// set by run.sh), under which the workloads put metadata locations: floe
+// refuses locations outside it, Nessie checks none.
+func peerWarehouse() string {
+	if w := os.Getenv("FLOE_PEER_WAREHOUSE"); w != "" {
+		return w
+	}
+	return "file:///peerbench"
+}
+
 func forEachServer(b *testing.B, fn func(b *testing.B, serverURL string)) {
 	for _, p := range peers() {
 		b.Run("server="+p.name, func(b *testing.B) {
@@ -72,7 +82,7 @@ func BenchmarkCommit(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := peerbench.Commits(b.Context(), warm, head, ns, "warm", 4, warmUps(b)); err != nil {
+		if _, err := peerbench.Commits(b.Context(), warm, head, peerWarehouse(), ns, "warm", 4, warmUps(b)); err != nil {
 			b.Fatalf("warm-up: %v", err)
 		}
 		for _, clients := range []int{1, 16} {
@@ -84,7 +94,7 @@ func BenchmarkCommit(b *testing.B) {
 				}
 				prefix := peerbench.UniqueName("t")
 				b.ResetTimer()
-				st, err := peerbench.Commits(b.Context(), c, head, ns, prefix, clients, b.N)
+				st, err := peerbench.Commits(b.Context(), c, head, peerWarehouse(), ns, prefix, clients, b.N)
 				b.StopTimer()
 				if err != nil {
 					b.Fatal(err)
@@ -162,7 +172,7 @@ func BenchmarkGetContents(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		const metadata = "file:///peerbench/get/metadata/00001.metadata.json"
+		metadata := peerWarehouse() + "/get/metadata/00001.metadata.json"
 		if _, err := c.Commit(b.Context(), "main", head.Hash, "peerbench: table",
 			peerbench.Put(peerbench.Table(metadata, 1), ns, "tbl")); err != nil {
 			b.Fatal(err)

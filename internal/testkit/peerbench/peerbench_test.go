@@ -15,9 +15,9 @@ import (
 
 // startFloe serves floe over a Pebble store in a temporary directory on a
 // loopback port, as `floe serve --dev` would (no token needed, no policy).
-func startFloe(t *testing.T) string {
+func startFloe(t *testing.T) *testserver.Server {
 	t.Helper()
-	return testserver.Start(t, testserver.Options{}).URL
+	return testserver.Start(t, testserver.Options{})
 }
 
 // TestWorkloadsAgainstFloe runs every workload of the benchmarks a few
@@ -25,7 +25,8 @@ func startFloe(t *testing.T) string {
 // benchmark relies on is tested by `go test ./...` without Nessie.
 func TestWorkloadsAgainstFloe(t *testing.T) {
 	ctx := t.Context()
-	c, err := peerbench.NewClient(startFloe(t), 4)
+	floe := startFloe(t)
+	c, err := peerbench.NewClient(floe.URL, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestWorkloadsAgainstFloe(t *testing.T) {
 	for _, tc := range []struct{ clients, n int }{{1, 5}, {4, 40}} {
 		t.Run(fmt.Sprintf("commits/clients=%d", tc.clients), func(t *testing.T) {
 			prefix := fmt.Sprintf("c%d", tc.clients)
-			st, err := peerbench.Commits(ctx, c, head, ns, prefix, tc.clients, tc.n)
+			st, err := peerbench.Commits(ctx, c, head, floe.Warehouse, ns, prefix, tc.clients, tc.n)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +104,7 @@ func TestWorkloadsAgainstFloe(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = c.Commit(ctx, "main", main.Hash, "no namespace",
-			peerbench.Put(peerbench.Table("file:///x/m.json", 1), "absent_ns", "t"))
+			peerbench.Put(peerbench.Table(floe.Warehouse+"/x/m.json", 1), "absent_ns", "t"))
 		var se *peerbench.StatusError
 		if !errors.As(err, &se) || se.Status != http.StatusConflict || !strings.Contains(se.Body, "NAMESPACE_ABSENT") {
 			t.Fatalf("commit into a missing namespace: %v", err)

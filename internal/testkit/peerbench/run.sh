@@ -14,7 +14,8 @@
 #   version store in a temporary directory (IN_MEMORY if RocksDB does not
 #   start), everything else as shipped.
 #
-# The command gets FLOE_PEER_FLOE_URL and FLOE_PEER_NESSIE_URL; a server
+# The command gets FLOE_PEER_FLOE_URL and FLOE_PEER_NESSIE_URL, and
+# FLOE_PEER_WAREHOUSE, floe's warehouse root URL; a server
 # that could not start (no Java, failed download, ...) is left out with a
 # message and the command still runs against the other one. Both servers
 # are stopped on exit, failure included.
@@ -209,7 +210,7 @@ if [[ -z "$floe_url" && -z "$nessie_url" ]]; then
 fi
 
 status=0
-FLOE_PEER_FLOE_URL="$floe_url" FLOE_PEER_NESSIE_URL="$nessie_url" "$@" || status=$?
+FLOE_PEER_WAREHOUSE="file://$tmp/floe-warehouse" FLOE_PEER_FLOE_URL="$floe_url" FLOE_PEER_NESSIE_URL="$nessie_url" "$@" || status=$?
 if [[ -n "$nessie_pid" ]] && ! kill -0 "$nessie_pid" 2>/dev/null; then
 	say "nessie: exited during the run. Its log:"
 	tail -n 20 "$tmp/nessie-$nessie_store.log" | sed 's/^/peer:   /'

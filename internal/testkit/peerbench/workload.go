@@ -58,8 +58,10 @@ func CreateNamespace(ctx context.Context, c *Client, ns string) (Reference, erro
 // client puts a new Iceberg table key of its own (ns.<prefix>_<client>_<i>)
 // per commit, expecting the head its previous commit returned (first
 // from), so concurrent commits rely on the server rebasing disjoint keys.
-// The first error stops every client.
-func Commits(ctx context.Context, c *Client, from Reference, ns, prefix string, clients, n int) (Stats, error) {
+// Each table's metadata location lies under warehouse (a root URL such as
+// file:///srv/lake): floe accepts only locations inside its warehouse,
+// Nessie any. The first error stops every client.
+func Commits(ctx context.Context, c *Client, from Reference, warehouse, ns, prefix string, clients, n int) (Stats, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var (
@@ -78,7 +80,7 @@ func Commits(ctx context.Context, c *Client, from Reference, ns, prefix string, 
 				name := fmt.Sprintf("%s_%d_%d", prefix, w, i)
 				t0 := time.Now()
 				ref, err := c.Commit(ctx, "main", hash, "peerbench: "+name,
-					Put(Table("file:///peerbench/"+ns+"/"+name+"/metadata/00000.metadata.json", int64(i+1)), ns, name))
+					Put(Table(warehouse+"/"+ns+"/"+name+"/metadata/00000.metadata.json", int64(i+1)), ns, name))
 				if err != nil {
 					cancel(fmt.Errorf("client %d, commit %d: %w", w, i, err))
 					return

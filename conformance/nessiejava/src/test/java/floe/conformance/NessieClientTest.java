@@ -56,11 +56,14 @@ import org.projectnessie.model.Tag;
  */
 class NessieClientTest {
   private static NessieApiV2 api;
+  private static String warehouse;
 
   @BeforeAll
   static void connect() {
     String uri = System.getProperty("floe.uri", System.getenv("FLOE_NESSIE_URI"));
     assertNotNull(uri, "set -Dfloe.uri=http://host:port/api/v2 or FLOE_NESSIE_URI");
+    warehouse = System.getProperty("floe.warehouse", System.getenv("FLOE_WAREHOUSE"));
+    assertNotNull(warehouse, "set -Dfloe.warehouse=file:///path (floe's --warehouse) or FLOE_WAREHOUSE");
     api = NessieClientBuilder.createClientBuilder(null, null).withUri(uri).build(NessieApiV2.class);
   }
 
@@ -69,6 +72,11 @@ class NessieClientTest {
     if (api != null) {
       api.close();
     }
+  }
+
+  /** A metadata location inside floe's warehouse: floe refuses others. */
+  private static String loc(String path) {
+    return warehouse + "/" + path;
   }
 
   private static String unique(String prefix) {
@@ -149,8 +157,8 @@ class NessieClientTest {
     CommitResponse resp = api.commitMultipleOperations()
         .branch(b)
         .commitMeta(CommitMeta.builder().message("add tables").author("alice").build())
-        .operation(Operation.Put.of(key, IcebergTable.of("file:///w/orders/metadata/v1.json", 7, 1, 2, 3)))
-        .operation(Operation.Put.of(dotted, IcebergTable.of("file:///w/odd/metadata/v1.json", 1, 0, 0, 0)))
+        .operation(Operation.Put.of(key, IcebergTable.of(loc("w/orders/metadata/v1.json"), 7, 1, 2, 3)))
+        .operation(Operation.Put.of(dotted, IcebergTable.of(loc("w/odd/metadata/v1.json"), 1, 0, 0, 0)))
         .commitWithResponse();
     Branch head = resp.getTargetBranch();
     Map<ContentKey, String> added = resp.toAddedContentsMap();
@@ -162,7 +170,7 @@ class NessieClientTest {
     assertEquals(Content.Type.ICEBERG_TABLE, orders.getType());
     assertEquals(added.get(key), orders.getContentId());
     IcebergTable t = (IcebergTable) orders.getContent();
-    assertEquals("file:///w/orders/metadata/v1.json", t.getMetadataLocation());
+    assertEquals(loc("w/orders/metadata/v1.json"), t.getMetadataLocation());
     assertEquals(7, t.getSnapshotId());
     assertEquals(3, t.getSortOrderId());
 
@@ -178,10 +186,10 @@ class NessieClientTest {
     Branch withView = api.commitMultipleOperations()
         .branch(head)
         .commitMeta(CommitMeta.fromMessage("view"))
-        .operation(Operation.Put.of(viewKey, IcebergView.of("file:///w/v/metadata/v1.json", 4, 2)))
+        .operation(Operation.Put.of(viewKey, IcebergView.of(loc("w/v/metadata/v1.json"), 4, 2)))
         .commit();
     IcebergView view = (IcebergView) api.getContent().reference(withView).getSingle(viewKey).getContent();
-    assertEquals("file:///w/v/metadata/v1.json", view.getMetadataLocation());
+    assertEquals(loc("w/v/metadata/v1.json"), view.getMetadataLocation());
     assertEquals(4, view.getVersionId());
     assertEquals(2, view.getSchemaId());
     assertNotNull(view.getId());
@@ -190,13 +198,13 @@ class NessieClientTest {
     Branch head2 = api.commitMultipleOperations()
         .branch(withView)
         .commitMeta(CommitMeta.fromMessage("update"))
-        .operation(Operation.Put.of(key, IcebergTable.of("file:///w/orders/metadata/v2.json", 8, 1, 2, 3, added.get(key))))
+        .operation(Operation.Put.of(key, IcebergTable.of(loc("w/orders/metadata/v2.json"), 8, 1, 2, 3, added.get(key))))
         .commit();
     NessieReferenceConflictException e = assertThrows(NessieReferenceConflictException.class,
         () -> api.commitMultipleOperations()
             .branch(head2)
             .commitMeta(CommitMeta.fromMessage("no id"))
-            .operation(Operation.Put.of(key, IcebergTable.of("file:///w/orders/metadata/v3.json", 9, 1, 2, 3)))
+            .operation(Operation.Put.of(key, IcebergTable.of(loc("w/orders/metadata/v3.json"), 9, 1, 2, 3)))
             .commit());
     assertEquals(Conflict.ConflictType.KEY_EXISTS, e.getErrorDetails().conflicts().get(0).conflictType());
     // A table in a namespace that does not exist.
@@ -204,7 +212,7 @@ class NessieClientTest {
         () -> api.commitMultipleOperations()
             .branch(head2)
             .commitMeta(CommitMeta.fromMessage("orphan"))
-            .operation(Operation.Put.of(ContentKey.of(unique("nons"), "t"), IcebergTable.of("file:///x.json", 1, 0, 0, 0)))
+            .operation(Operation.Put.of(ContentKey.of(unique("nons"), "t"), IcebergTable.of(loc("x.json"), 1, 0, 0, 0)))
             .commit());
     assertEquals(Conflict.ConflictType.NAMESPACE_ABSENT, noNs.getErrorDetails().conflicts().get(0).conflictType());
   }
@@ -216,7 +224,7 @@ class NessieClientTest {
     Branch head = api.commitMultipleOperations()
         .branch(b)
         .commitMeta(CommitMeta.fromMessage("second"))
-        .operation(Operation.Put.of(ContentKey.of(ns, "t"), IcebergTable.of("file:///t.json", 1, 0, 0, 0)))
+        .operation(Operation.Put.of(ContentKey.of(ns, "t"), IcebergTable.of(loc("t.json"), 1, 0, 0, 0)))
         .commit();
     LogResponse log = api.getCommitLog().reference(head).fetch(FetchOption.ALL).maxRecords(1).get();
     LogResponse.LogEntry newest = log.getLogEntries().get(0);
@@ -240,7 +248,7 @@ class NessieClientTest {
     Branch head = api.commitMultipleOperations()
         .branch(b)
         .commitMeta(CommitMeta.fromMessage("t"))
-        .operation(Operation.Put.of(ContentKey.of(ns, "t"), IcebergTable.of("file:///t.json", 1, 0, 0, 0)))
+        .operation(Operation.Put.of(ContentKey.of(ns, "t"), IcebergTable.of(loc("t.json"), 1, 0, 0, 0)))
         .commit();
     DiffResponse d = api.getDiff().fromRef(b).toRef(head).get();
     assertEquals(1, d.getDiffs().size());
@@ -257,7 +265,7 @@ class NessieClientTest {
     CommitResponse created = api.commitMultipleOperations()
         .branch(target)
         .commitMeta(CommitMeta.fromMessage("create t"))
-        .operation(Operation.Put.of(key, IcebergTable.of("file:///t1.json", 1, 0, 0, 0)))
+        .operation(Operation.Put.of(key, IcebergTable.of(loc("t1.json"), 1, 0, 0, 0)))
         .commitWithResponse();
     target = created.getTargetBranch();
     String id = created.toAddedContentsMap().get(key);
@@ -265,8 +273,8 @@ class NessieClientTest {
     source = api.commitMultipleOperations()
         .branch(source)
         .commitMeta(CommitMeta.fromMessage("source change"))
-        .operation(Operation.Put.of(key, IcebergTable.of("file:///t2.json", 2, 0, 0, 0, id)))
-        .operation(Operation.Put.of(ContentKey.of(ns, "u"), IcebergTable.of("file:///u1.json", 1, 0, 0, 0)))
+        .operation(Operation.Put.of(key, IcebergTable.of(loc("t2.json"), 2, 0, 0, 0, id)))
+        .operation(Operation.Put.of(ContentKey.of(ns, "u"), IcebergTable.of(loc("u1.json"), 1, 0, 0, 0)))
         .commit();
 
     // Dry run: successful, nothing applied.
@@ -282,19 +290,19 @@ class NessieClientTest {
     assertEquals(target.getHash(), ok.getCommonAncestor());
     target = (Branch) main(target.getName());
     assertEquals(ok.getResultantTargetHash(), target.getHash());
-    assertEquals("file:///t2.json",
+    assertEquals(loc("t2.json"),
         ((IcebergTable) api.getContent().reference(target).getSingle(key).getContent()).getMetadataLocation());
 
     // Both sides change t: conflict with details.
     source = api.commitMultipleOperations()
         .branch(source)
         .commitMeta(CommitMeta.fromMessage("source again"))
-        .operation(Operation.Put.of(key, IcebergTable.of("file:///t3.json", 3, 0, 0, 0, id)))
+        .operation(Operation.Put.of(key, IcebergTable.of(loc("t3.json"), 3, 0, 0, 0, id)))
         .commit();
     target = api.commitMultipleOperations()
         .branch(target)
         .commitMeta(CommitMeta.fromMessage("target change"))
-        .operation(Operation.Put.of(key, IcebergTable.of("file:///t4.json", 4, 0, 0, 0, id)))
+        .operation(Operation.Put.of(key, IcebergTable.of(loc("t4.json"), 4, 0, 0, 0, id)))
         .commit();
     Branch t = target;
     Branch s = source;
@@ -317,7 +325,7 @@ class NessieClientTest {
     // FORCE for the key resolves it.
     MergeResponse forced = api.mergeRefIntoBranch().branch(t).fromRef(s).mergeMode(key, MergeBehavior.FORCE).merge();
     assertTrue(forced.wasApplied());
-    assertEquals("file:///t3.json",
+    assertEquals(loc("t3.json"),
         ((IcebergTable) api.getContent().refName(t.getName()).getSingle(key).getContent()).getMetadataLocation());
   }
 
@@ -328,8 +336,8 @@ class NessieClientTest {
     Branch head = api.commitMultipleOperations()
         .branch(b)
         .commitMeta(CommitMeta.fromMessage("tables"))
-        .operation(Operation.Put.of(ContentKey.of(ns, "t1"), IcebergTable.of("file:///t1.json", 1, 0, 0, 0)))
-        .operation(Operation.Put.of(ContentKey.of(ns, "t2"), IcebergTable.of("file:///t2.json", 1, 0, 0, 0)))
+        .operation(Operation.Put.of(ContentKey.of(ns, "t1"), IcebergTable.of(loc("t1.json"), 1, 0, 0, 0)))
+        .operation(Operation.Put.of(ContentKey.of(ns, "t2"), IcebergTable.of(loc("t2.json"), 1, 0, 0, 0)))
         .commit();
     EntriesResponse tables = api.getEntries().reference(head).filter("entry.contentType == 'ICEBERG_TABLE' && entry.namespace == '" + ns + "'").get();
     assertEquals(2, tables.getEntries().size());
@@ -354,12 +362,12 @@ class NessieClientTest {
     Branch s1 = api.commitMultipleOperations()
         .branch(source)
         .commitMeta(CommitMeta.fromMessage("one"))
-        .operation(Operation.Put.of(ContentKey.of(ns, "a"), IcebergTable.of("file:///a.json", 1, 0, 0, 0)))
+        .operation(Operation.Put.of(ContentKey.of(ns, "a"), IcebergTable.of(loc("a.json"), 1, 0, 0, 0)))
         .commit();
     Branch s2 = api.commitMultipleOperations()
         .branch(s1)
         .commitMeta(CommitMeta.fromMessage("two"))
-        .operation(Operation.Put.of(ContentKey.of(ns, "b"), IcebergTable.of("file:///b.json", 1, 0, 0, 0)))
+        .operation(Operation.Put.of(ContentKey.of(ns, "b"), IcebergTable.of(loc("b.json"), 1, 0, 0, 0)))
         .commit();
     MergeResponse r = api.transplantCommitsIntoBranch()
         .branch(target)
@@ -410,7 +418,7 @@ class NessieClientTest {
     api.commitMultipleOperations()
         .branch(head)
         .commitMeta(CommitMeta.fromMessage("table in namespace"))
-        .operation(Operation.Put.of(ContentKey.of(ns, "t"), IcebergTable.of("file:///t.json", 1, 0, 0, 0)))
+        .operation(Operation.Put.of(ContentKey.of(ns, "t"), IcebergTable.of(loc("t.json"), 1, 0, 0, 0)))
         .commit();
     assertThrows(NessieNamespaceNotEmptyException.class,
         () -> api.deleteNamespace().refName(b.getName()).namespace(Namespace.of(ns)).delete());
