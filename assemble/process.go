@@ -147,22 +147,22 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	if err != nil {
 		return nil, &ServiceError{Service: "iceberg REST API", Err: err}
 	}
-	if nessieDeps.Classifier == nil {
-		if nessieDeps.Classifier, err = newClassifier(cfg.Iceberg); err != nil {
-			return nil, &ServiceError{Service: "merge classification", Err: err}
-		}
-	}
-	if nessieDeps.Merger == nil {
-		if nessieDeps.Merger, err = newMerger(cfg, p.store, logger); err != nil {
-			return nil, &ServiceError{Service: "merge engine", Err: err}
-		}
-	}
 	// The Nessie API keeps no state of its own beyond its Deps: Register
 	// only wraps handlers around the store and the guard built above. Its
 	// clients may name metadata locations too, under the same rule as
-	// the Iceberg API's: inside a configured warehouse.
+	// the Iceberg API's: inside a configured warehouse. Its merges read
+	// and write tables through the facade's warehouses.
+	warehouses := iceberg.Warehouses()
 	if nessieDeps.Locations == nil {
-		nessieDeps.Locations = iceberg.Warehouses()
+		nessieDeps.Locations = warehouses
+	}
+	if nessieDeps.Classifier == nil {
+		nessieDeps.Classifier = newClassifier(warehouses)
+	}
+	if nessieDeps.Merger == nil {
+		if nessieDeps.Merger, err = newMerger(cfg, p.store, warehouses, logger); err != nil {
+			return nil, &ServiceError{Service: "merge engine", Err: err}
+		}
 	}
 
 	// Background workers, stopped before the services they use close.
