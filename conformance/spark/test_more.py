@@ -86,8 +86,8 @@ def test_rename_across_namespaces_and_purge(spark, ns) -> None:
     assert rows(spark, f"SHOW TABLES IN floe.{ns}") == []
 
 
-def test_conflicting_catalog_branch_merge(spark, floe: FloeServer) -> None:
-    ns = f"conflict_{uuid.uuid4().hex[:8]}"
+def test_catalog_branches_appending_to_one_table_merge(spark, floe: FloeServer) -> None:
+    ns = f"both_{uuid.uuid4().hex[:8]}"
     branch = f"side_{uuid.uuid4().hex[:6]}"
     spark.sql(f"CREATE NAMESPACE floe.{ns}")
     create_orders(spark, f"floe.{ns}.orders")
@@ -98,7 +98,38 @@ def test_conflicting_catalog_branch_merge(spark, floe: FloeServer) -> None:
 
     spark.sql(f"INSERT INTO {branch}.{ns}.orders VALUES (2, 'games', 20.0)")
     spark.sql(f"INSERT INTO floe.{ns}.orders VALUES (3, 'music', 30.0)")
-    # Both sides changed the table: the merge must not silently pick one.
+    # Both sides appended to other partitions: floe cherry-picks the
+    # branch's snapshot onto main's head, and neither side's rows are lost.
+    proc = subprocess.run(
+        [str(floe.bin), "merge", branch, "--into", "main", "--server", floe.uri],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert rows(spark, f"SELECT id FROM floe.{ns}.orders") == [(1,), (2,), (3,)]
+    assert rows(spark, f"SELECT id FROM {branch}.{ns}.orders") == [(1,), (2,)]
+    picked = rows(
+        spark,
+        f"SELECT operation, summary['floe.merge.source-ref'] FROM floe.{ns}.orders.snapshots "
+        "WHERE summary['floe.merge.source-ref'] IS NOT NULL",
+    )
+    assert picked == [("append", branch)], picked
+
+
+def test_structural_change_on_a_branch_is_not_merged(spark, floe: FloeServer) -> None:
+    ns = f"schema_{uuid.uuid4().hex[:8]}"
+    branch = f"side_{uuid.uuid4().hex[:6]}"
+    spark.sql(f"CREATE NAMESPACE floe.{ns}")
+    create_orders(spark, f"floe.{ns}.orders")
+    spark.sql(f"INSERT INTO floe.{ns}.orders VALUES (1, 'books', 10.0)")
+    main = floe.nessie("GET", "/trees/main")["reference"]
+    floe.nessie("POST", f"/trees?name={branch}&type=BRANCH", main)
+    add_catalog(spark, floe, branch, f"lake@{branch}")
+
+    spark.sql(f"ALTER TABLE {branch}.{ns}.orders ADD COLUMN note STRING")
+    spark.sql(f"INSERT INTO {branch}.{ns}.orders VALUES (2, 'games', 20.0, 'new')")
+    spark.sql(f"INSERT INTO floe.{ns}.orders VALUES (3, 'music', 30.0)")
+    # A schema change is never merged automatically: the merge is refused,
+    # names the table, and changes nothing on either side.
     proc = subprocess.run(
         [str(floe.bin), "merge", branch, "--into", "main", "--server", floe.uri],
         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
