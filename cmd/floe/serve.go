@@ -37,6 +37,13 @@ func newServeCommand() *cobra.Command {
 			"gracefully; a second signal exits at once.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// The root declares the client commands' flags (main.go); they
+			// mean nothing to the server.
+			for _, name := range []string{"server", "json", "timeout"} {
+				if cmd.Flags().Changed(name) {
+					return fmt.Errorf("--%s is a flag of the client commands, not of serve", name)
+				}
+			}
 			if err := applyEnv(cmd.Flags()); err != nil {
 				return err
 			}
