@@ -25,6 +25,8 @@ FUZZTIME     ?= 20s
 
 ## build: compile the floe binary into bin/floe
 build:
+	@# A fresh clone compiles in silence for minutes: say so once.
+	@test -e $(BIN) || echo "floe: the first build downloads and compiles the dependencies; it may take several minutes (later builds are fast)"
 	$(GO) build -ldflags '-X main.version=$(VERSION)' -o $(BIN) ./cmd/floe
 
 ## run: build, then serve on $(ADDR) with the store in $(DATA_DIR)

@@ -50,10 +50,15 @@ type objectStore struct {
 
 // fileIO returns the file system for loc, its operations bound to ctx, and
 // a cancel func to call when done. Locations outside the warehouse get
-// iceberg-go's defaults.
+// iceberg-go's defaults; under an allowed location of the warehouse's own
+// scheme, its IO properties too (the same object store's credentials).
 func (w *Warehouse) fileIO(ctx context.Context, loc string) (iceio.IO, context.CancelFunc, error) {
 	if u, err := normalizeLocation(loc); err != nil || !w.holds(u) {
-		fsys, err := iceio.LoadFS(ctx, nil, loc)
+		var props map[string]string
+		if err == nil && w.permits(u) && u.Scheme == w.root.Scheme {
+			props = w.ioProps
+		}
+		fsys, err := iceio.LoadFS(ctx, props, loc)
 		return fsys, func() {}, err
 	}
 	if !isObjectStore(w.root.Scheme) {
@@ -91,7 +96,7 @@ func (s *objectStore) open(ctx context.Context, w *Warehouse) (*blob.Bucket, err
 }
 
 // ReadFile reads the metadata file at loc through the warehouse's file IO.
-// Only a regular file inside the warehouse is read, and at most
+// Only a regular file inside the warehouse (or an allowed location) is read, and at most
 // MaxMetadataFileBytes of it: a location that entered the store before
 // locations were checked, or a file replaced since, must never make the
 // server read a device, a FIFO or a file of unbounded size, or anything
@@ -102,7 +107,7 @@ func (w *Warehouse) ReadFile(ctx context.Context, loc string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read metadata file %s: %w", loc, err)
 	}
-	if !w.holds(u) {
+	if !w.permits(u) {
 		return nil, fmt.Errorf("read metadata file %s: %w", loc, ErrOutsideWarehouse)
 	}
 	var raw []byte

@@ -25,6 +25,9 @@ type Warehouse struct {
 	cache *MetadataCache
 	// maxRead bounds the size of one metadata file read (Config.MaxMetadataFileBytes).
 	maxRead int64
+	// allowed are the extra location prefixes (Config.AllowedLocations),
+	// normalized like root.
+	allowed []*url.URL
 }
 
 // DefaultMaxMetadataFileBytes bounds one metadata file read when the
@@ -52,6 +55,15 @@ type Config struct {
 	// (table or view metadata, after gunzipping): a larger file is refused
 	// without being read further. 0 means DefaultMaxMetadataFileBytes.
 	MaxMetadataFileBytes int64
+	// AllowedLocations are extra location prefixes an operator lets
+	// clients place tables and views under besides Location, as Polaris's
+	// allowed locations, e.g. file:///data/shared or s3://other/prefix.
+	// They are normalized and checked like Location; a prefix matches on
+	// path-element boundaries only, and a local file system root is
+	// refused. Files under them are read and written with the file IO of
+	// their scheme (IOProperties when it is the warehouse's object store
+	// scheme).
+	AllowedLocations []string
 }
 
 // OpenWarehouse checks cfg and returns its warehouse. Nothing is read or
@@ -72,7 +84,40 @@ func OpenWarehouse(cfg Config) (*Warehouse, error) {
 	if maxRead == 0 {
 		maxRead = DefaultMaxMetadataFileBytes
 	}
-	return &Warehouse{name: cfg.Name, root: u, ioProps: cfg.IOProperties, cache: cfg.Cache, maxRead: maxRead}, nil
+	w := &Warehouse{name: cfg.Name, root: u, ioProps: cfg.IOProperties, cache: cfg.Cache, maxRead: maxRead}
+	for _, loc := range cfg.AllowedLocations {
+		a, err := normalizeAllowedLocation(loc)
+		if err != nil {
+			return nil, fmt.Errorf("warehouse %q: %w", cfg.Name, err)
+		}
+		w.allowed = append(w.allowed, a)
+	}
+	return w, nil
+}
+
+// normalizeAllowedLocation checks one Config.AllowedLocations prefix.
+func normalizeAllowedLocation(loc string) (*url.URL, error) {
+	u, err := normalizeLocation(loc)
+	if err != nil {
+		return nil, fmt.Errorf("allowed location: %w", err)
+	}
+	if !localOrObjectStore(u.Scheme) {
+		return nil, fmt.Errorf("allowed location %q: unsupported scheme %q (file or s3)", loc, u.Scheme)
+	}
+	// The whole local file system would make the location rule moot.
+	if u.Scheme == "file" && u.Path == "/" {
+		return nil, fmt.Errorf("allowed location %q is the file system root; name a directory below it", loc)
+	}
+	return u, nil
+}
+
+// AllowedLocations are the extra location prefixes, normalized.
+func (w *Warehouse) AllowedLocations() []string {
+	out := make([]string, len(w.allowed))
+	for i, a := range w.allowed {
+		out[i] = a.String()
+	}
+	return out
 }
 
 // Name is the warehouse's name (Config.Name).
@@ -93,18 +138,41 @@ func (w *Warehouse) Contains(loc string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !w.holds(u) {
+	if !w.permits(u) {
+		if len(w.allowed) > 0 {
+			return "", fmt.Errorf("location %q is outside the warehouse %q at %s and its allowed locations %s",
+				loc, w.name, w.Location(), strings.Join(w.AllowedLocations(), ", "))
+		}
 		return "", fmt.Errorf("location %q is outside the warehouse %q at %s", loc, w.name, w.Location())
 	}
 	return u.String(), nil
 }
 
 // holds reports whether the normalized u lies strictly below the root.
-func (w *Warehouse) holds(u *url.URL) bool {
-	if u.Scheme != w.root.Scheme || u.Host != w.root.Host {
+func (w *Warehouse) holds(u *url.URL) bool { return below(u, w.root) }
+
+// permits reports whether the normalized u lies strictly below the root
+// or one of the allowed locations: the location rule.
+func (w *Warehouse) permits(u *url.URL) bool {
+	if w.holds(u) {
+		return true
+	}
+	for _, a := range w.allowed {
+		if below(u, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// below reports whether the normalized u lies strictly below the
+// normalized prefix, on a path-element boundary: /tmp/allowed-evil is not
+// below /tmp/allowed.
+func below(u, prefix *url.URL) bool {
+	if u.Scheme != prefix.Scheme || u.Host != prefix.Host {
 		return false
 	}
-	root := w.root.Path
+	root := prefix.Path
 	if root != "/" {
 		root += "/"
 	}
@@ -112,7 +180,8 @@ func (w *Warehouse) holds(u *url.URL) bool {
 }
 
 // Innermost returns the warehouse of whs whose root holds loc, the
-// innermost if roots nest, or nil.
+// innermost if roots nest; else the first whose allowed locations hold
+// it; or nil.
 func Innermost(loc string, whs []*Warehouse) *Warehouse {
 	u, err := normalizeLocation(loc)
 	if err != nil {
@@ -124,7 +193,17 @@ func Innermost(loc string, whs []*Warehouse) *Warehouse {
 			best = w
 		}
 	}
-	return best
+	if best != nil {
+		return best
+	}
+	// A location under an allowed prefix only: the first warehouse that
+	// permits it reads it.
+	for _, w := range whs {
+		if w.permits(u) {
+			return w
+		}
+	}
+	return nil
 }
 
 // DefaultTableLocation is <root>/<namespace path>/<name>-<uuid>, the

@@ -188,3 +188,61 @@ func FuzzContains(f *testing.F) {
 		}
 	})
 }
+
+func TestAllowedLocations(t *testing.T) {
+	base := t.TempDir()
+	allowed := base + "/allowed"
+	wh, err := OpenWarehouse(Config{Name: "lake", Location: base + "/wh",
+		AllowedLocations: []string{"file://" + allowed + "/", "s3://other/prefix"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		loc string
+		ok  bool
+	}{
+		{base + "/wh/ns/t", true},
+		{"file://" + allowed + "/ns/t", true},
+		{allowed + "/t", true},
+		{"s3://other/prefix/t", true},
+		{"file://" + allowed, false},    // the prefix itself
+		{allowed + "-evil/t", false},    // a look-alike sibling
+		{allowed + "/../wh2/t", false},  // climbing out
+		{base + "/elsewhere/t", false},  // outside both
+		{"s3://other/prefix2/t", false}, // a look-alike on S3
+		{"s3://other/t", false},         // the bucket outside the prefix
+		{"s3a://other/prefix/t", false}, // another scheme
+	} {
+		got, err := wh.Contains(tc.loc)
+		if (err == nil) != tc.ok {
+			t.Errorf("Contains(%q) = %q, %v; want accepted %v", tc.loc, got, err, tc.ok)
+		}
+	}
+	if _, err := wh.Contains(base + "/elsewhere/t"); err == nil || !strings.Contains(err.Error(), "allowed locations") {
+		t.Errorf("the refusal does not name the allowed locations: %v", err)
+	}
+
+	// Files under a local allowed prefix outside the warehouse are
+	// written and read.
+	loc := "file://" + allowed + "/ns/t/metadata/00000-x.metadata.json"
+	if err := wh.WriteFile(t.Context(), loc, []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if raw, err := wh.ReadFile(t.Context(), loc); err != nil || string(raw) != "{}" {
+		t.Fatalf("ReadFile = %q, %v", raw, err)
+	}
+	if _, err := wh.ReadFile(t.Context(), "file://"+allowed+"-evil/m.json"); err == nil {
+		t.Fatal("ReadFile outside the allowed locations succeeded")
+	}
+	if got := Innermost(loc, []*Warehouse{wh}); got != wh {
+		t.Fatalf("Innermost(%q) = %v, want the warehouse that allows it", loc, got)
+	}
+}
+
+func TestOpenWarehouseRefusesBadAllowedLocations(t *testing.T) {
+	for _, loc := range []string{"/", "file:/", "file:///", "", "relative/dir", "/tmp/a/../b", "gs://bucket/p", "s3:///p", "file://remote/x"} {
+		if _, err := OpenWarehouse(Config{Name: "lake", Location: "/srv/lake", AllowedLocations: []string{loc}}); err == nil {
+			t.Errorf("allowed location %q accepted", loc)
+		}
+	}
+}

@@ -49,6 +49,11 @@ func newLogCommand() *cobra.Command {
 				}
 				return writeJSON(out, map[string]any{"logEntries": entries})
 			}
+			if len(entries) == 0 {
+				// An empty answer would look like a hang or a failure.
+				_, err := fmt.Fprintf(out, "no commits on %s yet\n", logRefName(ref))
+				return err
+			}
 			if graph {
 				cfg, err := cl.Config(ctx)
 				if err != nil {
@@ -249,4 +254,12 @@ func commitDate(m *nessieclient.CommitMeta) string {
 		return "-"
 	}
 	return t.UTC().Format(time.DateTime)
+}
+
+// logRefName names the reference of `floe log` in messages.
+func logRefName(ref string) string {
+	if ref == "-" {
+		return "the default branch"
+	}
+	return ref
 }

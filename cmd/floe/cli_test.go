@@ -475,3 +475,56 @@ func TestCLIConnection(t *testing.T) {
 	_, errOut, code = runFloe(t, nil, args...)
 	checkFailure(t, args, errOut, code, "invalid server URL")
 }
+
+// TestCLINewUser covers what a new user hit (issue 14): global flags
+// before the command name, log on an empty catalog, help that shows
+// boolean flags plainly and names the client flags and FLOE_TOKEN, and a
+// wrong token's error.
+func TestCLINewUser(t *testing.T) {
+	e := newCLIEnv(t)
+	if out := e.ok(t, "log"); out != "no commits on the default branch yet\n" {
+		t.Errorf("log on an empty catalog = %q", out)
+	}
+	if out := e.ok(t, "log", "main", "--oneline"); out != "no commits on main yet\n" {
+		t.Errorf("log main on an empty catalog = %q", out)
+	}
+	for _, args := range [][]string{{"--json", "branch", "list"}, {"branch", "--json", "list"}, {"branch", "list", "--json"}, {"--json", "branch"}} {
+		out := e.ok(t, args...)
+		var refs struct{ References []struct{ Name string } }
+		if err := json.Unmarshal([]byte(out), &refs); err != nil || len(refs.References) != 1 || refs.References[0].Name != "main" {
+			t.Errorf("floe %v = %q, %v; want main as JSON", args, out, err)
+		}
+	}
+	if out := e.ok(t, "--server", "http://"+e.addr, "tag", "list"); out != "NAME  HASH\n" {
+		t.Errorf("floe --server URL tag list = %q", out)
+	}
+	e.fails(t, []string{"serve", "--json"}, "not of serve")
+
+	for _, args := range [][]string{{"--help"}, {"serve", "--help"}, {"log", "--help"}} {
+		out := e.ok(t, args...)
+		if strings.Contains(out, "[=true|false]") {
+			t.Errorf("floe %v shows [=true|false]:\n%s", args, out)
+		}
+	}
+	top := e.ok(t, "--help")
+	for _, want := range []string{"--server", "--json", "FLOE_TOKEN", "FLOE_SERVER"} {
+		if !strings.Contains(top, want) {
+			t.Errorf("floe --help does not name %s:\n%s", want, top)
+		}
+	}
+	if serve := e.ok(t, "serve", "--help"); !strings.Contains(serve, "      --dev   ") {
+		t.Errorf("floe serve --help does not show --dev plainly:\n%s", serve)
+	}
+
+	// A server that refuses the token, as floe's Nessie API answers it.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"status":401,"reason":"Unauthorized","message":"invalid bearer token","errorCode":"UNKNOWN"}`)
+	}))
+	defer srv.Close()
+	_, errOut, code := runFloe(t, []string{"FLOE_SERVER=" + srv.URL, "FLOE_TOKEN=wrong"}, "branch", "list")
+	if code != 1 || strings.Contains(errOut, "UNKNOWN") || !strings.Contains(errOut, "HTTP 401") || !strings.Contains(errOut, "not authorized: check FLOE_TOKEN") {
+		t.Errorf("wrong token: exit %d, stderr %q", code, errOut)
+	}
+}

@@ -194,6 +194,9 @@ func TestErrorsAreOneLine(t *testing.T) {
 		{"unknown flag", []string{"serve", "--bogus"}, nil, "unknown flag: --bogus"},
 		{"no authentication", []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--warehouse", t.TempDir()}, nil, "--dev"},
 		{"dev mode off loopback", []string{"serve", "--dev", "--addr", "0.0.0.0:0", "--data-dir", t.TempDir(), "--warehouse", t.TempDir()}, nil, "loopback"},
+		{"allowed location root", []string{"serve", "--dev", "--allowed-location", "file:/", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--warehouse", t.TempDir()}, nil, "--allowed-location \"file:/\""},
+		{"allowed location root in the environment", []string{"serve", "--dev", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--warehouse", t.TempDir()}, []string{"FLOE_ALLOWED_LOCATION=/tmp/a,/"}, "file system root"},
+		{"allowed location dotdot", []string{"serve", "--dev", "--allowed-location", "/tmp/a/../b", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--warehouse", t.TempDir()}, nil, `".." segment`},
 		{"policy off outside dev mode", []string{"serve", "--policy-off", "--auth-token-file", "/nonexistent", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--warehouse", t.TempDir()}, nil, "--policy-off needs --dev"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

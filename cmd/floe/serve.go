@@ -24,6 +24,7 @@ func newServeCommand() *cobra.Command {
 	idempotencyKeyLifetime := icebergrest.DefaultIdempotencyKeyLifetime
 	var metadataCacheBytes, maxMetadataFileBytes int64 = icebergtable.DefaultMetadataCacheBytes, icebergtable.DefaultMaxMetadataFileBytes
 	var memoryLimit int64
+	var allowedLocations []string
 	wf := &warehouseFlags{}
 	secFlags := &securityFlags{}
 
@@ -36,6 +37,13 @@ func newServeCommand() *cobra.Command {
 			"gracefully; a second signal exits at once.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// The root declares the client commands' flags (main.go); they
+			// mean nothing to the server.
+			for _, name := range []string{"server", "json", "timeout"} {
+				if cmd.Flags().Changed(name) {
+					return fmt.Errorf("--%s is a flag of the client commands, not of serve", name)
+				}
+			}
 			if err := applyEnv(cmd.Flags()); err != nil {
 				return err
 			}
@@ -52,6 +60,9 @@ func newServeCommand() *cobra.Command {
 			}
 			wh, err := wf.warehouse(warehouseName, warehouse)
 			if err != nil {
+				return err
+			}
+			if wh.AllowedLocations, err = checkAllowedLocations(allowedLocations); err != nil {
 				return err
 			}
 			cfg.Iceberg = icebergrest.Deps{Warehouses: []icebergrest.Warehouse{wh}, IdempotencyKeyLifetime: idempotencyKeyLifetime,
@@ -77,6 +88,7 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the embedded version store")
 	f.StringVar(&warehouse, "warehouse", warehouse, "root directory for table data")
 	wf.register(f)
+	f.StringSliceVar(&allowedLocations, "allowed-location", nil, "extra location prefix (a directory, file:// or s3:// URL) clients may place tables and views under besides the warehouse, as Polaris's allowed locations; repeatable, comma-separated in the environment; never a file system root")
 	secFlags.register(f)
 	f.StringVar(&warehouseName, "warehouse-name", warehouseName, "name Iceberg clients select the warehouse by: ?warehouse=NAME, or NAME@BRANCH for a branch")
 	f.DurationVar(&idempotencyKeyLifetime, "idempotency-key-lifetime", idempotencyKeyLifetime, "how long the outcome of an Iceberg request sent with an Idempotency-Key is replayed to retries (advertised in /v1/config); 0 turns keys off")

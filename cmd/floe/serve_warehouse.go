@@ -84,3 +84,25 @@ func (wf *warehouseFlags) warehouse(name, location string) (icebergrest.Warehous
 		Location: (&url.URL{Scheme: "file", Path: filepath.ToSlash(root)}).String(),
 	}, nil
 }
+
+// checkAllowedLocations checks the --allowed-location prefixes at startup,
+// by the rule the warehouse applies (icebergtable.Config.AllowedLocations),
+// so a bad one fails `floe serve` with the flag's name. A relative
+// directory is made absolute.
+func checkAllowedLocations(locs []string) ([]string, error) {
+	out := make([]string, 0, len(locs))
+	for _, loc := range locs {
+		if u, err := url.Parse(loc); err == nil && u.Scheme == "" && loc != "" && !filepath.IsAbs(loc) {
+			abs, err := filepath.Abs(loc)
+			if err != nil {
+				return nil, fmt.Errorf("--allowed-location %s: %w", loc, err)
+			}
+			loc = abs
+		}
+		if _, err := icebergtable.OpenWarehouse(icebergtable.Config{Name: "check", Location: "/", AllowedLocations: []string{loc}}); err != nil {
+			return nil, fmt.Errorf("--allowed-location %q: %w", loc, err)
+		}
+		out = append(out, loc)
+	}
+	return out, nil
+}

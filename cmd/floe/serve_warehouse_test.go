@@ -184,3 +184,16 @@ func TestServeS3Warehouse(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, strings.Join(lines, "\n"))
 	}
 }
+
+func TestCheckAllowedLocations(t *testing.T) {
+	dir := t.TempDir()
+	got, err := checkAllowedLocations([]string{dir, "file:///tmp/x", "s3://b/p"})
+	if err != nil || len(got) != 3 || got[0] != dir {
+		t.Fatalf("checkAllowedLocations = %v, %v", got, err)
+	}
+	for _, loc := range []string{"/", "file:/", "file:///", "gs://b/p", "s3:///p", "/a/../b", "file://host/x"} {
+		if _, err := checkAllowedLocations([]string{loc}); err == nil || !strings.Contains(err.Error(), "--allowed-location") {
+			t.Errorf("checkAllowedLocations(%q) = %v, want a refusal naming the flag", loc, err)
+		}
+	}
+}

@@ -48,7 +48,7 @@ cleanup() {
 trap cleanup EXIT
 
 : >"$tmp/floe.log" # exists before the loop below reads it
-"$floe" serve --dev --addr 127.0.0.1:0 --data-dir "$tmp/data" --warehouse "file://$tmp/warehouse" --drain-delay 0s >"$tmp/floe.log" 2>&1 &
+"$floe" serve --dev --addr 127.0.0.1:0 --data-dir "$tmp/data" --warehouse "file://$tmp/warehouse" --allowed-location file:/tmp --drain-delay 0s >"$tmp/floe.log" 2>&1 &
 pid=$!
 addr=""
 for _ in $(seq 1 100); do

@@ -27,7 +27,9 @@ func (e *Error) Error() string {
 		msg = fmt.Sprintf("HTTP %d %s", e.Status, e.Reason)
 	}
 	code := e.ErrorCode
-	if code == "" {
+	// UNKNOWN is Nessie's code for errors without one (a 401 among them):
+	// the HTTP status says more.
+	if code == "" || code == "UNKNOWN" {
 		code = fmt.Sprintf("HTTP %d", e.Status)
 	}
 	s := msg + " (" + code + ")"

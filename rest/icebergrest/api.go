@@ -46,6 +46,9 @@ type Warehouse struct {
 	// createTable and registerTable answers (FileIO properties for data
 	// files, e.g. icebergtable.S3Options.ClientConfig); nil means none.
 	ClientConfig map[string]string
+	// AllowedLocations are extra location prefixes clients may place
+	// tables and views under besides Location (icebergtable.Config).
+	AllowedLocations []string
 }
 
 // Deps is what the facade needs from the process.

@@ -31,7 +31,7 @@ func newWarehouse(w Warehouse, cache *icebergtable.MetadataCache, maxRead int64)
 	}
 	files, err := icebergtable.OpenWarehouse(icebergtable.Config{
 		Name: w.Name, Location: w.Location, IOProperties: w.IOProperties, Cache: cache,
-		MaxMetadataFileBytes: maxRead,
+		MaxMetadataFileBytes: maxRead, AllowedLocations: w.AllowedLocations,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("iceberg REST: %w", err)
@@ -44,7 +44,8 @@ func newWarehouse(w Warehouse, cache *icebergtable.MetadataCache, maxRead int64)
 }
 
 // requireInside validates a location a client supplied: it must lie
-// inside the warehouse. It returns the location normalized.
+// inside the warehouse or one of its allowed locations. It returns the
+// location normalized.
 func (w *warehouse) requireInside(what, loc string) (string, error) {
 	s, err := w.files.Contains(loc)
 	if err != nil {
