@@ -1,20 +1,10 @@
-package mergeengine
+package mergeengine_test
 
 import (
-	"go/build"
-	"strings"
 	"testing"
+
+	"github.com/floe-catalog/floe/internal/testkit/layering"
 )
 
-// TestImports keeps the engine below the APIs.
-func TestImports(t *testing.T) {
-	pkg, err := build.ImportDir(".", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, imp := range pkg.Imports {
-		if imp == "net/http" || strings.Contains(imp, "/floe/rest") {
-			t.Errorf("mergeengine imports %s", imp)
-		}
-	}
-}
+// TestImports keeps the package below the APIs.
+func TestImports(t *testing.T) { layering.BelowAPIs(t) }
