@@ -32,7 +32,7 @@ if [[ $# -eq 0 ]]; then
 fi
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
+root="$(cd "$here/../../.." && pwd)"
 floe="${FLOE_BIN:-$root/bin/floe}"
 nessie_version="${NESSIE_VERSION:-0.99.0}"
 cache="$root/.cache/peer"
