@@ -46,17 +46,17 @@ test: build
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/nessiejava/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/rck/run.sh
 
-## bench: run floe and Nessie side by side (internal/testkit/peerbench, needs Java
+## bench: run floe and Nessie side by side (testkit/peerbench, needs Java
 ## 21+ for Nessie), then the benchmarks of every other package; tabulate
 bench: build
-	@bash internal/testkit/peerbench/run.sh $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -timeout $(TEST_TIMEOUT) ./internal/testkit/peerbench/ | tee bin/bench-peer.txt \
+	@bash testkit/peerbench/run.sh $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -timeout $(TEST_TIMEOUT) ./testkit/peerbench/ | tee bin/bench-peer.txt \
 		|| echo "peer benchmark failed (see above); going on with the other benchmarks"
-	@pkgs="$$(grep -rl --include='*_test.go' -E '^func Benchmark' . | xargs -r -n1 dirname | grep -v '^./internal/testkit/peerbench$$' | sort -u)"; \
+	@pkgs="$$(grep -rl --include='*_test.go' -E '^func Benchmark' . | xargs -r -n1 dirname | grep -v '^./testkit/peerbench$$' | sort -u)"; \
 	if [ -z "$$pkgs" ]; then echo "no benchmarks found"; exit 0; fi; \
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -timeout $(TEST_TIMEOUT) $$pkgs | tee bin/bench.txt; \
 	echo; \
 	grep -h '^peer: \(machine\|floe\|nessie\):' bin/bench-peer.txt || true; \
-	$(GO) run ./internal/testkit/benchtable bin/bench-peer.txt bin/bench.txt
+	$(GO) run ./testkit/benchtable bin/bench-peer.txt bin/bench.txt
 
 ## lint: gofmt must have nothing to change, and go vet must pass
 lint:

@@ -15,7 +15,7 @@ import (
 
 	"github.com/floe-catalog/floe/classify"
 	"github.com/floe-catalog/floe/icebergtable"
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/testkit/testserver"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

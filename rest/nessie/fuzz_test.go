@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/floe-catalog/floe/icebergtable"
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/testkit/testserver"
 )
 
 // Fuzz targets for the request bodies of the Nessie API's writes: each

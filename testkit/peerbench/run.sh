@@ -2,7 +2,7 @@
 # Starts the servers of the peer benchmark, runs a command against them,
 # then stops them:
 #
-#   bash internal/testkit/peerbench/run.sh go test -run '^$' -bench . ./internal/testkit/peerbench/
+#   bash testkit/peerbench/run.sh go test -run '^$' -bench . ./testkit/peerbench/
 #
 # - floe: bin/floe (built by `make build`) serving --dev on a free loopback
 #   port over a temporary data directory, exactly as `make run` would.
@@ -32,7 +32,7 @@ if [[ $# -eq 0 ]]; then
 fi
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../../.." && pwd)"
+root="$(cd "$here/../.." && pwd)"
 floe="${FLOE_BIN:-$root/bin/floe}"
 nessie_version="${NESSIE_VERSION:-0.99.0}"
 cache="$root/.cache/peer"

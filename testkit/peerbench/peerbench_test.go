@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floe-catalog/floe/internal/testkit/peerbench"
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/testkit/peerbench"
+	"github.com/floe-catalog/floe/testkit/testserver"
 )
 
 // startFloe serves floe over a Pebble store in a temporary directory on a

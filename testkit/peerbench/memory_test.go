@@ -28,7 +28,7 @@ import (
 // "--metadata-cache-bytes 16777216"; FLOE_SERVE_LOG names a file for its
 // log.
 //
-//	make build && FLOE_BIN=$PWD/bin/floe go test -run '^$' -bench CommitMemory -benchtime 2000x ./internal/testkit/peerbench/
+//	make build && FLOE_BIN=$PWD/bin/floe go test -run '^$' -bench CommitMemory -benchtime 2000x ./testkit/peerbench/
 func BenchmarkCommitMemory(b *testing.B) {
 	bin := os.Getenv("FLOE_BIN")
 	if bin == "" {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/floe-catalog/floe/internal/testkit/peerbench"
+	"github.com/floe-catalog/floe/testkit/peerbench"
 )
 
 // peer is a server under benchmark and the variable holding its URL.
@@ -48,7 +48,7 @@ func forEachServer(b *testing.B, fn func(b *testing.B, serverURL string)) {
 		b.Run("server="+p.name, func(b *testing.B) {
 			u := os.Getenv(p.env)
 			if u == "" {
-				b.Skipf("%s is not set: start the servers with internal/testkit/peerbench/run.sh (make bench)", p.env)
+				b.Skipf("%s is not set: start the servers with testkit/peerbench/run.sh (make bench)", p.env)
 			}
 			fn(b, u)
 		})
