@@ -291,6 +291,11 @@ def main() -> int:
             "--request-timeout", "30",
             "--report", "junit,ndjson", "--report-dir", str(report),
             "--include-operation-id-regex", "^(" + "|".join(ops) + ")$",
+            # Hypothesis's filter_too_much check judges the generator, not
+            # floe: createTable's nested schema sometimes has too many
+            # examples rejected, and the run failed on that alone (with
+            # every request passing) once in four clean-clone runs.
+            "--suppress-health-check", "filter_too_much",
         ]  # fmt: skip
         if seed := os.environ.get("SCHEMATHESIS_SEED"):
             cmd += ["--seed", seed]
