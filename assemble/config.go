@@ -3,6 +3,7 @@ package assemble
 import (
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
+	"github.com/floe-catalog/floe/rest/floeapi"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/rest/nessie"
 	"github.com/floe-catalog/floe/server"
@@ -35,6 +36,9 @@ type Config struct {
 	Iceberg icebergrest.Deps
 	// Nessie configures the Nessie API v2, filled in as Iceberg is.
 	Nessie nessie.Deps
+	// Floe configures floe's own API (/api/floe/v1), filled in as Iceberg
+	// is.
+	Floe floeapi.Deps
 	// MergePartitionOverlap is the catalog default for tables without the
 	// floe.merge.partition-overlap property: allow, check or refuse; ""
 	// is check (mergeengine.DefaultOverlapRule).

@@ -20,6 +20,7 @@ import (
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/authz"
+	"github.com/floe-catalog/floe/rest/floeapi"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/rest/nessie"
 	"github.com/floe-catalog/floe/server"
@@ -46,7 +47,8 @@ type Process struct {
 // advice (cmd/floe names the flags that would help).
 type ServiceError struct {
 	// Service is "version store", "warehouse", "authentication",
-	// "decision log", "policy engine", "iceberg REST API" or "HTTP server".
+	// "decision log", "policy engine", "iceberg REST API", "merge engine",
+	// "floe API" or "HTTP server".
 	Service string
 	Err     error
 }
@@ -165,6 +167,22 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 		}
 	}
 
+	floeDeps := cfg.Floe
+	floeDeps.Store, floeDeps.Logger = p.store, logger
+	if floeDeps.Principal == nil {
+		floeDeps.Principal = principalID
+	}
+	if floeDeps.Authenticate == nil {
+		floeDeps.Authenticate = auth.Middleware
+	}
+	if floeDeps.Guard == nil {
+		floeDeps.Guard = guard(engine, "floe")
+	}
+	floeAPI, err := floeapi.New(floeDeps)
+	if err != nil {
+		return nil, &ServiceError{Service: "floe API", Err: err}
+	}
+
 	// Background workers, stopped before the services they use close.
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	var workers sync.WaitGroup
@@ -188,6 +206,10 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 			return nil
 		},
 		func(r *mux.Router) error { return nessie.Register(r, nessieDeps) },
+		func(r *mux.Router) error {
+			floeAPI.Register(r, floeDeps.Authenticate)
+			return nil
+		},
 	}, cfg.Routes...)
 	if p.http, err = server.New(httpCfg, logger, p.store); err != nil {
 		return nil, &ServiceError{Service: "HTTP server", Err: err}

@@ -29,10 +29,10 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/cockroachdb/datadriven"
 
-	"github.com/floe-catalog/floe/testkit/testserver"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/rest/nessie"
+	"github.com/floe-catalog/floe/testkit/testserver"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

@@ -13,8 +13,10 @@ type Input struct {
 	Principal Principal `json:"principal"`
 	// Action is what they ask to do: one of the Action constants.
 	Action Action `json:"action"`
-	// API names the entry point: "iceberg" or "nessie". The CLI speaks
-	// the Nessie API, so its operations arrive as "nessie".
+	// API names the entry point: "iceberg", "nessie" or "floe" (floe's
+	// own API, whose actions are named admin.*). The CLI speaks the
+	// Nessie API for refs and history, so those operations arrive as
+	// "nessie".
 	API string `json:"api"`
 	// Ref is the reference read or written: the branch a commit lands on,
 	// the ref created, assigned or deleted, or the source of a merge or

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/floe-catalog/floe/internal/floeclient"
 	"github.com/floe-catalog/floe/internal/nessieclient"
 )
 
@@ -55,6 +56,41 @@ func (f *clientFlags) client(cmd *cobra.Command) (*nessieclient.Client, error) {
 		Timeout:   f.timeout,
 		UserAgent: "floe/" + version,
 	})
+}
+
+// floeClient is client for floe's own API (/api/floe/v1): the same
+// server, token and timeout.
+func (f *clientFlags) floeClient(cmd *cobra.Command) (*floeclient.Client, error) {
+	server := f.server
+	if !cmd.Flags().Changed("server") {
+		if v := os.Getenv("FLOE_SERVER"); v != "" {
+			server = v
+		}
+	}
+	return floeclient.New(server, floeclient.Options{
+		Token:     os.Getenv("FLOE_TOKEN"),
+		Timeout:   f.timeout,
+		UserAgent: "floe/" + version,
+	})
+}
+
+// runFloe is run for commands of floe's own API: with --json, a refused
+// request also prints the server's error object on stdout.
+func (f *clientFlags) runFloe(fn func(ctx context.Context, cl *floeclient.Client, out io.Writer, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		cl, err := f.floeClient(cmd)
+		if err != nil {
+			return err
+		}
+		err = fn(cmd.Context(), cl, cmd.OutOrStdout(), args)
+		if apiErr, ok := errors.AsType[*floeclient.Error](err); ok && f.json && len(apiErr.Body) > 0 {
+			var v any
+			if json.Unmarshal(apiErr.Body, &v) == nil {
+				_ = writeJSON(cmd.OutOrStdout(), v)
+			}
+		}
+		return err
+	}
 }
 
 // run returns a RunE that connects and calls fn. With --json, a request

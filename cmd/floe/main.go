@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/floe-catalog/floe/internal/floeclient"
 	"github.com/floe-catalog/floe/internal/nessieclient"
 )
 
@@ -31,7 +32,9 @@ func main() {
 	stop()
 	if err != nil {
 		msg := "floe: " + err.Error()
-		if ne, ok := errors.AsType[*nessieclient.Error](err); ok && ne.Status == http.StatusUnauthorized {
+		ne, nessieErr := errors.AsType[*nessieclient.Error](err)
+		fe, floeErr := errors.AsType[*floeclient.Error](err)
+		if (nessieErr && ne.Status == http.StatusUnauthorized) || (floeErr && fe.Status == http.StatusUnauthorized) {
 			msg += "\nfloe: not authorized: check FLOE_TOKEN, the bearer token the server accepts"
 		}
 		fmt.Fprintln(os.Stderr, msg)

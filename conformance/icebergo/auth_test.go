@@ -13,9 +13,9 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 
 	"github.com/floe-catalog/floe/assemble"
-	"github.com/floe-catalog/floe/testkit/testserver"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
+	"github.com/floe-catalog/floe/testkit/testserver"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

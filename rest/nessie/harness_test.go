@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/floe-catalog/floe/icebergtable"
-	"github.com/floe-catalog/floe/testkit/testserver"
 	"github.com/floe-catalog/floe/rest/nessie"
+	"github.com/floe-catalog/floe/testkit/testserver"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/floe-catalog/floe/assemble"
 	"github.com/floe-catalog/floe/policy/authn"
+	"github.com/floe-catalog/floe/rest/floeapi"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/rest/nessie"
 	"github.com/floe-catalog/floe/server"
@@ -33,6 +34,8 @@ type Options struct {
 	Iceberg func(*icebergrest.Deps)
 	// Nessie, if set, adjusts the Nessie API's Deps.
 	Nessie func(*nessie.Deps)
+	// Floe, if set, adjusts floe's own API's Deps.
+	Floe func(*floeapi.Deps)
 	// Routes are extra routes, mounted after the APIs'.
 	Routes []server.Mount
 	// Logger receives the server's logs; nil discards them.
@@ -82,6 +85,9 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	if opts.Nessie != nil {
 		opts.Nessie(&cfg.Nessie)
+	}
+	if opts.Floe != nil {
+		opts.Floe(&cfg.Floe)
 	}
 	logger := opts.Logger
 	if logger == nil {

@@ -45,8 +45,12 @@ is_admin if config.groups.admins in input.principal.groups
 is_ingest if config.groups.ingest in input.principal.groups
 
 # The kind of a write: "merge" (merges and transplants), "ref" (ref
-# create, assign, delete) or "content" (everything else).
+# create, assign, delete), "admin" (floe's own API's operations on the
+# catalog as a whole: actions named admin.*) or "content" (everything
+# else).
 default kind := "content"
+
+kind := "admin" if startswith(input.action, "admin.")
 
 kind := "merge" if input.action == "merge"
 
@@ -135,6 +139,18 @@ allows contains sprintf("group %s may manage branches", [config.groups.admins]) 
 	is_admin
 }
 
+# Admin operations (garbage collection, maintenance locks, ...) are for
+# group admins only.
+allows contains sprintf("group %s may run admin operations", [config.groups.admins]) if {
+	kind == "admin"
+	is_admin
+}
+
+denials contains sprintf("%s requires group %s", [input.action, config.groups.admins]) if {
+	kind == "admin"
+	not is_admin
+}
+
 # --- tags and detached refs -------------------------------------------
 
 allows contains "any authenticated principal may create tags" if {
@@ -174,6 +190,7 @@ tag_immutable_rule := sprintf("tags are immutable except for group %s", [config.
 
 denials contains sprintf("%s is read-only: writes land on branches", [write_ref_desc]) if {
 	kind != "ref"
+	kind != "admin"
 	write_ref.type != "branch"
 }
 

@@ -196,6 +196,21 @@ test_non_admin_cannot_create_arbitrary_branch if {
 	denied_with(req(alice, "ref.create", branch("dev")), "no rule allows ref.create on branch dev")
 }
 
+test_admin_runs_admin_operations if {
+	every action in ["admin.gc.run", "admin.gc.plan", "admin.maintenance.lock"] {
+		allowed({"version": 1, "principal": admin, "action": action, "api": "floe", "ref": {"name": "", "type": "detached"}})
+	}
+}
+
+test_non_admin_denied_admin_operations if {
+	every p in [alice, publisher, ingester] {
+		denied_with(
+			{"version": 1, "principal": p, "action": "admin.gc.run", "api": "floe", "ref": {"name": "", "type": "detached"}},
+			"admin.gc.run requires group admins",
+		)
+	}
+}
+
 # --- tags ---
 
 test_anyone_creates_tags if {

@@ -1,0 +1,152 @@
+package floeapi
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/gorilla/mux"
+
+	"github.com/floe-catalog/floe/rest/authz"
+	"github.com/floe-catalog/floe/versionstore"
+)
+
+// Prefix is where the API is served; the version is in the path so a
+// later incompatible version can be served beside this one.
+const Prefix = "/api/floe/v1"
+
+// DefaultPrincipal names every caller when Deps.Principal is nil, as when
+// the API is served without authentication.
+const DefaultPrincipal = "anonymous"
+
+// OpenAPI is the API's OpenAPI 3 document, kept in the repository and
+// served at Prefix + "/openapi.yaml".
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
+// Deps are what the API needs. Each capability adds the service it
+// exposes; a nil service leaves its routes answering 501.
+type Deps struct {
+	Store  *versionstore.Store
+	Logger *slog.Logger
+	// Principal names the caller of a request for audit records; nil
+	// means DefaultPrincipal for everyone.
+	Principal func(*http.Request) string
+	// Authenticate, if set, wraps every route: it names the caller or
+	// refuses the request through onError, which answers 401 in this
+	// API's error model. nil serves everybody.
+	Authenticate func(onError func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler
+	// Guard asks the policy engine about every operation; nil allows
+	// everything.
+	Guard *authz.Guard
+}
+
+// API is floe's own API over its services.
+type API struct {
+	store     *versionstore.Store
+	logger    *slog.Logger
+	principal func(*http.Request) string
+	guard     *authz.Guard
+}
+
+// New builds the API over deps.
+func New(deps Deps) (*API, error) {
+	if deps.Store == nil {
+		return nil, errors.New("floe API: no version store")
+	}
+	a := &API{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard}
+	if a.logger == nil {
+		a.logger = slog.New(slog.DiscardHandler)
+	}
+	if a.principal == nil {
+		a.principal = func(*http.Request) string { return DefaultPrincipal }
+	}
+	return a, nil
+}
+
+// route is one operation: handler answers with a value to encode as JSON
+// (status 200 unless it is a *reply) or an error in the API's model.
+type route struct {
+	method, path string
+	handler      func(*http.Request) (any, error)
+}
+
+// reply is an answer with a status other than 200.
+type reply struct {
+	status int
+	body   any
+}
+
+// routes lists every operation of the API. Capabilities append theirs.
+func (a *API) routes() []route {
+	return []route{
+		{http.MethodGet, "/openapi.yaml", nil}, // served raw, below
+	}
+}
+
+// Register adds the API's routes under Prefix to r, behind authentication
+// when deps set it (the OpenAPI document is public, like /healthz).
+func (a *API) Register(r *mux.Router, authenticate func(onError func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler) {
+	wrap := func(h http.Handler) http.Handler { return h }
+	if authenticate != nil {
+		wrap = authenticate(a.unauthenticated)
+	}
+	r.HandleFunc(Prefix+"/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(OpenAPI)
+	}).Methods(http.MethodGet)
+	for _, rt := range a.routes() {
+		if rt.handler == nil {
+			continue
+		}
+		r.Handle(Prefix+rt.path, wrap(a.handle(rt.handler))).Methods(rt.method)
+	}
+	// Anything else under the prefix answers in this API's error model.
+	r.PathPrefix(Prefix + "/").Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.writeError(w, r, notFound("no operation %s %s in floe's API (see %s/openapi.yaml)", r.Method, r.URL.Path, Prefix))
+	}))
+}
+
+// handle turns a route's handler into an http.Handler.
+func (a *API) handle(h func(*http.Request) (any, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, err := h(r)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		status := http.StatusOK
+		if rp, ok := v.(*reply); ok {
+			status, v = rp.status, rp.body
+		}
+		writeJSON(w, status, v)
+	})
+}
+
+// decode reads a JSON request body into v, refusing unknown fields so a
+// misspelled option is an error rather than a silent default.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("malformed request body: %v", err)
+	}
+	if dec.More() {
+		return badRequest("malformed request body: more than one JSON value")
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if v == nil {
+		return
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
