@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -158,6 +159,52 @@ func (w *Warehouse) readLocalFile(ctx context.Context, name string) ([]byte, err
 		return nil, fmt.Errorf("%w of %d bytes (%d bytes)", ErrTooLarge, w.maxRead, st.Size())
 	}
 	return readBounded(ctx, f, w.maxRead)
+}
+
+// statFile checks that the file at loc exists and is a regular file,
+// without reading it, under the rules of ReadFile.
+func (w *Warehouse) statFile(ctx context.Context, loc string) error {
+	u, err := normalizeLocation(loc)
+	if err != nil {
+		return err
+	}
+	if !w.permits(u) {
+		return ErrOutsideWarehouse
+	}
+	if u.Scheme == "file" {
+		st, err := os.Lstat(filepath.FromSlash(u.Path))
+		if err != nil {
+			return err
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("%w (mode %s)", ErrNotRegularFile, st.Mode().Type())
+		}
+		return nil
+	}
+	if w.holds(u) && isObjectStore(w.root.Scheme) {
+		b, err := w.bucket.open(ctx, w)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(ctx, metadataIOTimeout)
+		defer cancel()
+		_, err = b.Attributes(ctx, strings.TrimPrefix(u.Path, "/"))
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			return fmt.Errorf("%s: %w", loc, fs.ErrNotExist)
+		}
+		return err
+	}
+	// An allowed location elsewhere: opening it is the check.
+	fsys, done, err := w.fileIO(ctx, loc)
+	if err != nil {
+		return err
+	}
+	defer done()
+	f, err := fsys.Open(loc)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // readObject reads an object of the warehouse's object store.

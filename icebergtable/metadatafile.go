@@ -62,6 +62,23 @@ func (w *Warehouse) ReadTableMetadata(ctx context.Context, loc string) (*Metadat
 	return f, nil
 }
 
+// LoadTableMetadata is ReadTableMetadata for a client's load of a table:
+// a file the cache holds is first confirmed to still exist in storage (a
+// stat; a HEAD request on an object store), so that a metadata file
+// deleted behind the catalog's back answers as missing (fs.ErrNotExist)
+// instead of from memory. Engines read the files the metadata names next;
+// answering from a cache what storage lost only moves the failure there.
+func (w *Warehouse) LoadTableMetadata(ctx context.Context, loc string) (*MetadataFile, error) {
+	f := w.cache.get(loc)
+	if f == nil {
+		return w.ReadTableMetadata(ctx, loc)
+	}
+	if err := w.statFile(ctx, loc); err != nil {
+		return nil, fmt.Errorf("read metadata file %s: %w", loc, describeStorageError(err))
+	}
+	return f, nil
+}
+
 // InvalidMetadataError says a metadata file is not valid Iceberg metadata.
 // Its message names the file and never echoes its content (a parser's
 // message quotes the bytes it stumbled on, which for a file that is no

@@ -74,6 +74,43 @@ func TestSnapshotCommits(t *testing.T) {
 	_ = created
 }
 
+// TestCommitRecordsEveryChange: a table commit that evolves the schema and
+// appends in one request is recorded as both, in order, so that the
+// catalog's log shows the schema change and not only "append".
+func TestCommitRecordsEveryChange(t *testing.T) {
+	e := newEnv(t)
+	e.createNamespace("lake", "ns")
+	e.createTable("lake", "ns", "t")
+	now := time.Now().UnixMilli()
+	updates := `{"action":"add-schema","schema":{"type":"struct","schema-id":1,"fields":[` +
+		`{"id":1,"name":"id","type":"long","required":true},{"id":2,"name":"region","type":"string","required":false},` +
+		`{"id":3,"name":"note","type":"string","required":false}]},"last-column-id":3},` +
+		`{"action":"set-current-schema","schema-id":-1},` +
+		`{"action":"set-properties","updates":{"owner":"etl"}},` +
+		fmt.Sprintf(`{"action":"add-snapshot","snapshot":{"snapshot-id":7,"sequence-number":1,"timestamp-ms":%d,`+
+			`"manifest-list":"%s/ns/t/metadata/snap-7.avro","summary":{"operation":"append"},"schema-id":1}},`, now, e.wh) +
+		`{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":7}`
+	e.ok(http.MethodPost, "/v1/lake/namespaces/ns/tables/t", commitBody("", updates), http.StatusOK, nil)
+	main, _ := e.store.GetRef(versionstore.DefaultBranch)
+	c, _ := e.store.ReadCommit(t.Context(), main.Head)
+	if c.Properties["iceberg.operation"] != "append" || c.Properties["iceberg.changes"] != "schema-change,properties,append" ||
+		c.Message != "iceberg: append to ns.t (schema-change, properties, append)" {
+		t.Fatalf("commit %q %v", c.Message, c.Properties)
+	}
+
+	// A multi-table transaction records each table's changes.
+	e.createTable("lake", "ns", "u")
+	body := `{"table-changes":[` +
+		`{"identifier":{"namespace":["ns"],"name":"t"},"requirements":[],"updates":[{"action":"set-properties","updates":{"a":"1"}}]},` +
+		`{"identifier":{"namespace":["ns"],"name":"u"},"requirements":[],"updates":[{"action":"upgrade-format-version","format-version":3}]}]}`
+	e.ok(http.MethodPost, "/v1/lake/transactions/commit", body, http.StatusNoContent, nil)
+	main, _ = e.store.GetRef(versionstore.DefaultBranch)
+	c, _ = e.store.ReadCommit(t.Context(), main.Head)
+	if c.Properties["iceberg.changes.ns.t"] != "properties" || c.Properties["iceberg.changes.ns.u"] != "format-version-upgrade" {
+		t.Fatalf("transaction commit %q %v", c.Message, c.Properties)
+	}
+}
+
 // TestBadUpdatesAreClientErrors sends updates the metadata builder must
 // refuse: each must be a 4xx in the error model, never a 500, and leave the
 // table alone.

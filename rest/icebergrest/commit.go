@@ -389,7 +389,9 @@ func updateFailed(id identifier, u table.Update, err error) error {
 var snapshotOperations = map[string]bool{"append": true, "overwrite": true, "replace": true, "delete": true}
 
 // describeTableChange records what a commit did to one table: the
-// operation of the snapshot it added, if any, and the table refs it moved.
+// operation of the snapshot it added, if any, every change it carries in
+// order (PropChanges: a transaction that evolves the schema and appends is
+// both), and the table refs it moved.
 func describeTableChange(id identifier, base table.Metadata, next *icebergtable.MetadataFile) commitDescription {
 	desc := commitDescription{op: "update", props: map[string]string{icebergtable.PropTable: id.String(), icebergtable.PropMetadataLocation: next.Location}}
 	if base == nil {
@@ -397,15 +399,22 @@ func describeTableChange(id identifier, base table.Metadata, next *icebergtable.
 		desc.message = "iceberg: create table " + id.String()
 		return desc
 	}
+	changes := metadataChanges(base, next.Metadata)
 	known := map[int64]bool{}
 	for _, s := range base.Snapshots() {
 		known[s.SnapshotID] = true
 	}
 	var added *table.Snapshot
 	for _, s := range next.Metadata.Snapshots() {
-		if !known[s.SnapshotID] {
-			added = &s
+		if known[s.SnapshotID] {
+			continue
 		}
+		added = &s
+		op := "update"
+		if s.Summary != nil && snapshotOperations[string(s.Summary.Operation)] {
+			op = string(s.Summary.Operation)
+		}
+		changes = append(changes, op)
 	}
 	if added != nil {
 		desc.props[icebergtable.PropSnapshotID] = strconv.FormatInt(added.SnapshotID, 10)
@@ -414,20 +423,27 @@ func describeTableChange(id identifier, base table.Metadata, next *icebergtable.
 		}
 	}
 	baseRefs := maps.Collect(base.Refs())
+	nextRefs := maps.Collect(next.Metadata.Refs())
 	var moved []string
-	for name, ref := range next.Metadata.Refs() {
+	for name, ref := range nextRefs {
 		if old, ok := baseRefs[name]; !ok || !old.Equals(ref) {
 			moved = append(moved, name)
 		}
 	}
 	for name := range baseRefs {
-		if _, ok := maps.Collect(next.Metadata.Refs())[name]; !ok {
+		if _, ok := nextRefs[name]; !ok {
 			moved = append(moved, name)
 		}
 	}
 	slices.Sort(moved)
 	if len(moved) > 0 {
 		desc.props[icebergtable.PropTableRef] = strings.Join(moved, ",")
+		if added == nil {
+			changes = append(changes, "table-refs")
+		}
+	}
+	if len(changes) > 0 {
+		desc.props[icebergtable.PropChanges] = strings.Join(changes, ",")
 	}
 	switch desc.op {
 	case "append":
@@ -441,10 +457,55 @@ func describeTableChange(id identifier, base table.Metadata, next *icebergtable.
 	default:
 		desc.message = "iceberg: update " + id.String()
 	}
+	if len(changes) > 1 || (len(changes) == 1 && changes[0] != desc.op) {
+		desc.message += " (" + strings.Join(changes, ", ") + ")"
+	}
 	if len(moved) > 0 && !slices.Equal(moved, []string{table.MainBranch}) {
 		desc.message += fmt.Sprintf(" (table refs %s)", strings.Join(moved, ", "))
 	}
 	return desc
+}
+
+// metadataChanges names the changes next makes to base's metadata other
+// than snapshots and refs, in a fixed order: schema, partition spec, sort
+// order, format version, location, properties, statistics.
+func metadataChanges(base, next table.Metadata) []string {
+	var out []string
+	if base.CurrentSchema().ID != next.CurrentSchema().ID || len(base.Schemas()) != len(next.Schemas()) {
+		out = append(out, "schema-change")
+	}
+	if base.DefaultPartitionSpec() != next.DefaultPartitionSpec() || len(base.PartitionSpecs()) != len(next.PartitionSpecs()) {
+		out = append(out, "partition-spec-change")
+	}
+	if base.DefaultSortOrder() != next.DefaultSortOrder() || len(base.SortOrders()) != len(next.SortOrders()) {
+		out = append(out, "sort-order-change")
+	}
+	if base.Version() != next.Version() {
+		out = append(out, "format-version-upgrade")
+	}
+	if base.Location() != next.Location() {
+		out = append(out, "set-location")
+	}
+	if !maps.Equal(base.Properties(), next.Properties()) {
+		out = append(out, "properties")
+	}
+	if !slices.Equal(statisticsPaths(base), statisticsPaths(next)) {
+		out = append(out, "statistics")
+	}
+	return out
+}
+
+// statisticsPaths names a table's statistics files, table and partition
+// statistics both; a file's path names its content.
+func statisticsPaths(m table.Metadata) []string {
+	var out []string
+	for f := range m.Statistics() {
+		out = append(out, f.StatisticsPath)
+	}
+	for f := range m.PartitionStatistics() {
+		out = append(out, f.StatisticsPath)
+	}
+	return out
 }
 
 // describeTransaction records a commit of one or more tables: a single
@@ -467,13 +528,19 @@ func describeTransaction(results []*staged) commitDescription {
 		opsByTable = append(opsByTable, s.id.String()+"="+s.desc.op)
 		rebased = rebased || s.desc.rebased
 	}
+	props := map[string]string{
+		icebergtable.PropTables:     strings.Join(names, ","),
+		icebergtable.PropOperations: strings.Join(opsByTable, ","),
+	}
+	for _, s := range changed {
+		if c := s.desc.props[icebergtable.PropChanges]; c != "" {
+			props[icebergtable.PropChanges+"."+s.id.String()] = c
+		}
+	}
 	return commitDescription{
 		op:      "transaction",
 		rebased: rebased,
 		message: "iceberg: transaction on " + strings.Join(names, ", "),
-		props: map[string]string{
-			icebergtable.PropTables:     strings.Join(names, ","),
-			icebergtable.PropOperations: strings.Join(opsByTable, ","),
-		},
+		props:   props,
 	}
 }

@@ -43,7 +43,8 @@ func TestUpdateTable(t *testing.T) {
 	}
 	main, _ := e.store.GetRef(versionstore.DefaultBranch)
 	c, _ := e.store.ReadCommit(t.Context(), main.Head)
-	if c.Message != "iceberg: update ns.t" || c.Properties["iceberg.operation"] != "update" || c.Properties["iceberg.metadata-location"] != *res.MetadataLocation {
+	if c.Message != "iceberg: update ns.t (properties)" || c.Properties["iceberg.operation"] != "update" ||
+		c.Properties["iceberg.changes"] != "properties" || c.Properties["iceberg.metadata-location"] != *res.MetadataLocation {
 		t.Fatalf("commit %q %v", c.Message, c.Properties)
 	}
 

@@ -26,6 +26,12 @@ func (a *api) readTableMetadata(ctx context.Context, loc string) (*icebergtable.
 	return a.filesAt(loc).ReadTableMetadata(ctx, loc)
 }
 
+// loadTableMetadata is readTableMetadata for a client's load: a cached
+// file is confirmed to still exist (see icebergtable.LoadTableMetadata).
+func (a *api) loadTableMetadata(ctx context.Context, loc string) (*icebergtable.MetadataFile, error) {
+	return a.filesAt(loc).LoadTableMetadata(ctx, loc)
+}
+
 func (a *api) writeTableMetadata(ctx context.Context, loc string, meta table.Metadata) (*icebergtable.MetadataFile, error) {
 	return a.filesAt(loc).WriteTableMetadata(ctx, loc, meta)
 }

@@ -27,7 +27,7 @@ type loadTableResult struct {
 // loadTableAt returns a table's content and current metadata file at a
 // commit, or a 404 if the key is absent or not a table.
 func (a *api) loadTableAt(ctx context.Context, at versionstore.Hash, id identifier) (*versionstore.Content, *icebergtable.MetadataFile, error) {
-	return loadEntityAt(ctx, a, at, id, tableKind, a.readTableMetadata)
+	return loadEntityAt(ctx, a, at, id, tableKind, a.loadTableMetadata)
 }
 
 // etag identifies one representation of a table: its metadata file and the
