@@ -3,8 +3,10 @@
 // IO (local files or S3), the cache of parsed metadata files, the
 // warehouse's table locations (where a new table goes, whether a location
 // a client supplied lies inside the warehouse), the mapping between a
-// metadata file and the version store's content value, and the names of the
-// commit properties that record Iceberg operations in the version history.
+// metadata file and the version store's content value, the names of the
+// commit properties that record Iceberg operations in the version history,
+// and the table properties that keep engines from deleting files catalog
+// branches share (sharedfiles.go).
 //
 // Every layer above the version store that touches Iceberg metadata uses
 // it: the Iceberg REST facade today, the merge engine and the merge queue

@@ -42,6 +42,12 @@ type MetadataFile struct {
 	refsOnce sync.Once
 	refsJSON json.RawMessage
 	refsErr  error
+
+	// servedJSON is JSON with SharedFileProperties set, for a file that
+	// lacks them (ServedJSON).
+	servedOnce sync.Once
+	servedJSON json.RawMessage
+	servedErr  error
 }
 
 // ReadTableMetadata reads and parses the table metadata file at loc, from
@@ -166,7 +172,8 @@ func (w *Warehouse) WriteTableMetadata(ctx context.Context, loc string, meta tab
 // RefSnapshotsOnly returns JSON with only the snapshots that are the head
 // of a branch or tag (the REST spec's snapshots=refs), as the reference
 // server's suppressHistoricalSnapshots does: no ancestors, nothing else
-// rewritten. It is encoded as JSON is: compact and escaped.
+// rewritten but the properties, which hold SharedFileProperties as in
+// ServedJSON. It is encoded as JSON is: compact and escaped.
 func (f *MetadataFile) RefSnapshotsOnly() (json.RawMessage, error) {
 	f.refsOnce.Do(func() { f.refsJSON, f.refsErr = refSnapshotsOnly(f) })
 	return f.refsJSON, f.refsErr
@@ -207,6 +214,11 @@ func refSnapshotsOnly(f *MetadataFile) (json.RawMessage, error) {
 		return nil, err
 	}
 	doc["snapshots"] = b
+	if !hasSharedFileProperties(f.Metadata.Properties()) {
+		if err := setSharedFileProperties(doc); err != nil {
+			return nil, err
+		}
+	}
 	return json.Marshal(doc)
 }
 

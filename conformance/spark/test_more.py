@@ -62,8 +62,9 @@ def test_properties_and_procedures(spark, ns) -> None:
     changes = rows(spark, "SELECT id, _change_type FROM orders_changes")
     assert changes == [(1, "INSERT"), (2, "INSERT")], changes
 
-    out = spark.sql(f"CALL floe.system.remove_orphan_files(table => '{ns}.orders', dry_run => true)").collect()
-    assert out == [], out
+    # Refused even as a dry run: tables carry gc.enabled=false (test_shared_files.py).
+    with pytest.raises(Exception, match=r"Cannot delete orphan files: GC is disabled"):
+        spark.sql(f"CALL floe.system.remove_orphan_files(table => '{ns}.orders', dry_run => true)").collect()
 
 
 def test_rename_across_namespaces_and_purge(spark, ns) -> None:
@@ -82,7 +83,12 @@ def test_rename_across_namespaces_and_purge(spark, ns) -> None:
     spark.sql(f"DROP TABLE floe.{other}.moved")
     spark.sql(f"CALL floe.system.register_table(table => '{ns}.again', metadata_file => '{loc}')").collect()
     assert rows(spark, f"SELECT id FROM floe.{ns}.again") == [(1,)]
-    spark.sql(f"DROP TABLE floe.{ns}.again PURGE")
+    # PURGE is refused by Iceberg's SparkCatalog before it drops anything
+    # (gc.enabled=false); a plain DROP deletes no file either.
+    with pytest.raises(Exception, match=r"Cannot purge table: GC is disabled"):
+        spark.sql(f"DROP TABLE floe.{ns}.again PURGE")
+    assert rows(spark, f"SELECT id FROM floe.{ns}.again") == [(1,)]
+    spark.sql(f"DROP TABLE floe.{ns}.again")
     assert rows(spark, f"SHOW TABLES IN floe.{ns}") == []
 
 

@@ -1,6 +1,7 @@
 """Table-level branches and tags and the Iceberg procedures that move them:
 CREATE BRANCH/TAG, writes to t.branch_x, fast_forward, cherrypick_snapshot,
-rollback_to_snapshot, rewrite_data_files, rewrite_manifests, expire_snapshots."""
+rollback_to_snapshot, rewrite_data_files, rewrite_manifests; expire_snapshots
+is refused (tables carry gc.enabled=false, see test_shared_files.py)."""
 
 from __future__ import annotations
 
@@ -104,11 +105,15 @@ def test_rewrite_procedures(spark, ns) -> None:
     assert one(spark, f"SELECT count(*) FROM {t}.manifests") == 1
     assert rows(spark, f"SELECT id FROM {t}") == [(0,), (1,), (2,), (3,)]
 
+    # Snapshot expiry deletes files other catalog branches may share:
+    # Iceberg refuses it on floe's tables (gc.enabled=false).
     spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('history.expire.min-snapshots-to-keep'='1')")
-    out = spark.sql(
-        f"CALL floe.system.expire_snapshots(table => '{ns}.orders', older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)"
-    ).collect()
-    assert len(snapshot_ids(spark, t)) == 1
+    before = snapshot_ids(spark, t)
+    with pytest.raises(Exception, match=r"Cannot expire snapshots: GC is disabled"):
+        spark.sql(
+            f"CALL floe.system.expire_snapshots(table => '{ns}.orders', older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)"
+        ).collect()
+    assert snapshot_ids(spark, t) == before
     assert rows(spark, f"SELECT id FROM {t}") == [(0,), (1,), (2,), (3,)]
 
 

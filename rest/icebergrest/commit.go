@@ -44,6 +44,8 @@ type staged struct {
 	// lists are the manifest lists written by a rebase of a stale append
 	// (rebase.go), removed with file if the commit does not happen.
 	lists []string
+	// body is file's metadata as answered: file.ServedJSON.
+	body []byte
 }
 
 func (a *api) updateTable(w http.ResponseWriter, r *http.Request) error {
@@ -59,8 +61,8 @@ func (a *api) updateTable(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("the request body names table %s but the path names %s", *req.Identifier, id)
 	}
 	rp, err := a.commitTables(w, r, wr, []tableChange{{id: id, req: req}}, func(results []*staged) *reply {
-		file := results[0].file
-		return metadataReply(file.Location, file.JSON, false).withETag(etag(file.Location, "all"))
+		s := results[0]
+		return metadataReply(s.file.Location, s.body, false).withETag(etag(s.file.Location, "all"))
 	})
 	if err != nil {
 		return err
@@ -277,6 +279,9 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 	if err := validateTableUpdates(req.Updates); err != nil {
 		return nil, err
 	}
+	if err := checkSharedFileUpdates(id, req.Updates); err != nil {
+		return nil, err
+	}
 	var b *table.MetadataBuilder
 	switch {
 	case stale != nil:
@@ -308,8 +313,19 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 		}
 	}
 	if !s.create && !b.HasChanges() {
+		// No file is written: the answer still shows the shared-file
+		// properties the base may lack.
 		s.file = s.base
+		if s.body, err = s.file.ServedJSON(); err != nil {
+			return nil, internalError(err)
+		}
 		return s, nil
+	}
+	// Every metadata file floe writes carries the shared-file properties,
+	// so a table created before floe set them gets them on its next commit
+	// (checkSharedFileUpdates refused anything turning them on).
+	if err := b.SetProperties(icebergtable.SharedFileProperties()); err != nil {
+		return nil, illegalArgument("cannot update table %s: %v", id, err)
 	}
 	next, err := b.Build()
 	if err != nil {
@@ -338,6 +354,7 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 	if s.file, err = a.writeNextTableMetadata(ctx, wh, next, prevLoc); err != nil {
 		return nil, err
 	}
+	s.body = s.file.JSON // it holds the shared-file properties
 	contentID := ""
 	if content != nil {
 		contentID = content.ID

@@ -31,9 +31,11 @@ func (a *api) loadTableAt(ctx context.Context, at versionstore.Hash, id identifi
 }
 
 // etag identifies one representation of a table: its metadata file and the
-// snapshots mode, so "all" and "refs" answers never share a tag.
+// snapshots mode, so "all" and "refs" answers never share a tag. The
+// "shared-files" mark keeps tags of answers served before floe set the
+// shared-file properties on load (sharedfiles.go) from matching now.
 func etag(metadataLocation, mode string) string {
-	sum := sha256.Sum256([]byte(metadataLocation + "\x00snapshots=" + mode))
+	sum := sha256.Sum256([]byte(metadataLocation + "\x00snapshots=" + mode + "\x00shared-files"))
 	return `"` + hex.EncodeToString(sum[:16]) + `"`
 }
 
@@ -81,6 +83,9 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 	if err := validateCreateTable(&req); err != nil {
 		return err
 	}
+	if err := checkCreateProperties(id, req.Properties); err != nil {
+		return err
+	}
 	branch, tableUUID, loc, err := a.placeNew(r, wr, id, tableKind, req.Location)
 	if err != nil {
 		return err
@@ -94,7 +99,7 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 	if req.WriteOrder != nil {
 		order = req.WriteOrder.SortOrder
 	}
-	meta, err := table.NewMetadataWithUUID(req.Schema, spec, order, loc, req.Properties, tableUUID)
+	meta, err := table.NewMetadataWithUUID(req.Schema, spec, order, loc, withSharedFileProperties(req.Properties), tableUUID)
 	if err != nil {
 		return illegalArgument("cannot create table %s: %v", id, err)
 	}
@@ -173,12 +178,17 @@ func (a *api) loadTable(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
-	body := file.JSON
+	// Both forms carry the shared-file properties (sharedfiles.go), also
+	// for a table whose file lacks them; encoded with encoding/json:
+	// compact and escaped, as JSON is.
+	var body []byte
 	if mode == "refs" {
-		// Encoded with encoding/json: compact and escaped, as JSON is.
-		if body, err = file.RefSnapshotsOnly(); err != nil {
-			return internalError(err)
-		}
+		body, err = file.RefSnapshotsOnly()
+	} else {
+		body, err = file.ServedJSON()
+	}
+	if err != nil {
+		return internalError(err)
 	}
 	wr.wh.tableReply(file.Location, body).write(w)
 	return nil
@@ -235,7 +245,11 @@ func (a *api) unregisterTable(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, internalError(err)
 		}
-		return metadataReply(file.Location, file.JSON, false), nil
+		body, err := file.ServedJSON()
+		if err != nil {
+			return nil, internalError(err)
+		}
+		return metadataReply(file.Location, body, false), nil
 	})
 	return err
 }
@@ -246,11 +260,19 @@ func (a *api) registerTable(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return registration{}, err
 		}
+		// The registered file is kept as it is (the table's metadata
+		// location is the client's), whatever its gc.enabled says: the
+		// answer and every load serve the shared-file properties, and the
+		// next commit writes them.
+		body, err := file.ServedJSON()
+		if err != nil {
+			return registration{}, internalError(err)
+		}
 		return registration{
 			location:       file.Location,
 			entityLocation: file.Metadata.Location(),
 			content:        func(contentID string) *versionstore.Content { return icebergtable.TableContent(contentID, file) },
-			reply:          wh.tableReply(file.Location, file.JSON).withETag(etag(file.Location, "all")),
+			reply:          wh.tableReply(file.Location, body).withETag(etag(file.Location, "all")),
 		}, nil
 	})
 }

@@ -60,6 +60,8 @@ type updateFields struct {
 	Spec       *json.RawMessage  `json:"spec"`
 	SortOrder  *json.RawMessage  `json:"sort-order"`
 	Properties map[string]string `json:"properties"`
+	// Removals are remove-properties' keys.
+	Removals []string `json:"removals"`
 	// ViewVersion is add-view-version's version; nil when absent or null.
 	ViewVersion *json.RawMessage `json:"view-version"`
 }
