@@ -39,7 +39,7 @@ func ParseDuration(s string) (time.Duration, error) {
 }
 
 // FormatDuration writes d in whole days when it is some, else in Go's
-// notation; zero is "0".
+// notation without zero units ("36h", "1h30m"); zero is "0".
 func FormatDuration(d time.Duration) string {
 	const day = 24 * time.Hour
 	switch {
@@ -48,7 +48,14 @@ func FormatDuration(d time.Duration) string {
 	case d%day == 0:
 		return strconv.FormatInt(int64(d/day), 10) + "d"
 	}
-	return d.String()
+	s := d.String()
+	switch {
+	case strings.HasSuffix(s, "h0m0s"):
+		return strings.TrimSuffix(s, "0m0s")
+	case strings.HasSuffix(s, "m0s"):
+		return strings.TrimSuffix(s, "0s")
+	}
+	return s
 }
 
 func (d Duration) String() string { return FormatDuration(time.Duration(d)) }

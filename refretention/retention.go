@@ -80,7 +80,9 @@ func (s Settings) validate() error {
 }
 
 // IsZero reports whether nothing is set.
-func (s Settings) IsZero() bool { return s.MaxAge == nil && s.KeepCommits == nil && s.KeepHistory == nil }
+func (s Settings) IsZero() bool {
+	return s.MaxAge == nil && s.KeepCommits == nil && s.KeepHistory == nil
+}
 
 // History is how much of a reference's history stays reachable for time
 // travel and garbage collection, counted along first parents from the
@@ -98,10 +100,11 @@ type History struct {
 // comes from ("own", "store" for settings given to the store at creation,
 // "prefix ingest/", "protected", "main", "tag", "default").
 type Retention struct {
-	MaxAge        time.Duration
-	MaxAgeSource  string
-	History       History
-	HistorySource string
+	MaxAge       time.Duration
+	MaxAgeSource string
+	History      History
+	// CommitsSource and AgeSource say where History's fields come from.
+	CommitsSource, AgeSource string
 	// Protected is true for main and the protected prefixes: MaxAge is
 	// then zero whatever the settings say.
 	Protected bool
@@ -309,12 +312,8 @@ func (s *Service) effective(ref *versionstore.Ref, own Settings) Retention {
 	case rule != nil:
 		r.History.Commits = rule.KeepCommits
 	}
-	ageSource := source(own.KeepHistory != nil, stored.MaxSnapshotAge != 0)
-	commitsSource := source(own.KeepCommits != nil, stored.MinSnapshotsToKeep != 0)
-	r.HistorySource = ageSource
-	if commitsSource != ageSource {
-		r.HistorySource = "age " + ageSource + ", commits " + commitsSource
-	}
+	r.AgeSource = source(own.KeepHistory != nil, stored.MaxSnapshotAge != 0)
+	r.CommitsSource = source(own.KeepCommits != nil, stored.MinSnapshotsToKeep != 0)
 	return r
 }
 

@@ -264,7 +264,9 @@ func TestParseDuration(t *testing.T) {
 			t.Errorf("ParseDuration(%q) accepted", in)
 		}
 	}
-	if s := refretention.FormatDuration(48 * time.Hour); s != "2d" {
-		t.Errorf("FormatDuration(48h) = %q", s)
+	for d, want := range map[time.Duration]string{48 * time.Hour: "2d", 36 * time.Hour: "36h", 90 * time.Minute: "1h30m", 5 * time.Minute: "5m", 1500 * time.Millisecond: "1.5s", 0: "0"} {
+		if s := refretention.FormatDuration(d); s != want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", d, s, want)
+		}
 	}
 }

@@ -50,12 +50,13 @@ type RefStatus struct {
 // EffectiveRetention is the retention that applies to a reference, and
 // where each part comes from.
 type EffectiveRetention struct {
-	MaxAge        refretention.Duration `json:"maxAge"`
-	MaxAgeSource  string                `json:"maxAgeSource"`
-	KeepCommits   int                   `json:"keepCommits"`
-	KeepHistory   refretention.Duration `json:"keepHistory"`
-	HistorySource string                `json:"historySource"`
-	Protected     bool                  `json:"protected"`
+	MaxAge            refretention.Duration `json:"maxAge"`
+	MaxAgeSource      string                `json:"maxAgeSource"`
+	KeepCommits       int                   `json:"keepCommits"`
+	KeepCommitsSource string                `json:"keepCommitsSource"`
+	KeepHistory       refretention.Duration `json:"keepHistory"`
+	KeepHistorySource string                `json:"keepHistorySource"`
+	Protected         bool                  `json:"protected"`
 }
 
 // RefList is the answer of GET /refs.
@@ -103,8 +104,9 @@ func refStatusJSON(st *refretention.Status, now time.Time) RefStatus {
 		LastActivity: st.LastActivity,
 		Retention: EffectiveRetention{
 			MaxAge: refretention.Duration(st.Retention.MaxAge), MaxAgeSource: st.Retention.MaxAgeSource,
-			KeepCommits: st.Retention.History.Commits, KeepHistory: refretention.Duration(st.Retention.History.Age),
-			HistorySource: st.Retention.HistorySource, Protected: st.Retention.Protected,
+			KeepCommits: st.Retention.History.Commits, KeepCommitsSource: st.Retention.CommitsSource,
+			KeepHistory: refretention.Duration(st.Retention.History.Age), KeepHistorySource: st.Retention.AgeSource,
+			Protected: st.Retention.Protected,
 		},
 		Own:     st.Own,
 		Expired: st.Expired,
