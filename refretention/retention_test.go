@@ -270,3 +270,14 @@ func TestParseDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestExampleConfig keeps the example in deploy/ loadable.
+func TestExampleConfig(t *testing.T) {
+	cfg, err := refretention.LoadConfig(filepath.Join("..", "deploy", "ref-retention.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Branches) == 0 || len(cfg.Protected) == 0 {
+		t.Fatalf("example config %+v", cfg)
+	}
+}
