@@ -90,6 +90,9 @@ func (s *Service) sweep(ctx context.Context, now time.Time, res *SweepResult) er
 			res.Expired = append(res.Expired, e)
 			continue
 		}
+		if s.judged != nil {
+			s.judged(ref.Name)
+		}
 		reason := fmt.Sprintf("%s: expired by retention (max age %s from %s, inactive since %s)", Principal,
 			FormatDuration(e.MaxAge), e.MaxAgeSource, e.LastActivity.UTC().Format(time.RFC3339))
 		err = s.store.DeleteRef(ctx, versionstore.DeleteRefRequest{Name: ref.Name, Type: ref.Type, Expected: ref.Head, Principal: reason})

@@ -35,6 +35,9 @@ type Service struct {
 	metrics *metrics
 	// sweepMu serializes sweeps: the background worker's and the API's.
 	sweepMu sync.Mutex
+	// judged, if set, runs after a sweep found a reference expired and
+	// before it deletes it; tests move the reference there.
+	judged func(name string)
 }
 
 // New returns the service over opts.Store.

@@ -281,3 +281,28 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatalf("example config %+v", cfg)
 	}
 }
+
+// TestCommitWhileJudgedSavesTheBranch: a branch that gets a commit after
+// the sweep judged it expired is not deleted (the delete is conditional
+// on the judged head), and the sweep reports it skipped.
+func TestCommitWhileJudgedSavesTheBranch(t *testing.T) {
+	e := newEnv(t, refretention.DefaultConfig())
+	e.create("ingest/late", versionstore.Branch, versionstore.NoAncestor)
+	e.advance(72 * time.Hour)
+	refretention.SetJudged(e.svc, func(name string) {
+		if name == "ingest/late" {
+			e.commit(name)
+		}
+	})
+	res, err := e.svc.Expire(t.Context(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Expired) != 0 || len(res.Skipped) != 1 || res.Skipped[0].Name != "ingest/late" || !e.exists("ingest/late") {
+		t.Fatalf("sweep %+v; want ingest/late skipped and alive", res)
+	}
+	refretention.SetJudged(e.svc, nil)
+	if got := e.expire(); len(got) != 0 {
+		t.Fatalf("expired %v right after its commit", got)
+	}
+}

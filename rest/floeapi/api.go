@@ -61,7 +61,8 @@ func New(deps Deps) (*API, error) {
 	if deps.Store == nil {
 		return nil, errors.New("floe API: no version store")
 	}
-	a := &API{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, retention: deps.Retention}
+	a := &API{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard}
+	a.retention = deps.Retention
 	if a.logger == nil {
 		a.logger = slog.New(slog.DiscardHandler)
 	}
