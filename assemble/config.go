@@ -43,6 +43,8 @@ type Config struct {
 	// floe.merge.partition-overlap property: allow, check or refuse; ""
 	// is check (mergeengine.DefaultOverlapRule).
 	MergePartitionOverlap string
+	// RefRetention configures references' retention and their expiry.
+	RefRetention RefRetention
 	// Routes are extra routes, mounted after the APIs'; for tests and
 	// embedders. They must only register handlers.
 	Routes []server.Mount

@@ -48,7 +48,7 @@ type Process struct {
 type ServiceError struct {
 	// Service is "version store", "warehouse", "authentication",
 	// "decision log", "policy engine", "iceberg REST API", "merge engine",
-	// "floe API" or "HTTP server".
+	// "ref retention", "floe API" or "HTTP server".
 	Service string
 	Err     error
 }
@@ -167,8 +167,16 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 		}
 	}
 
+	retention, err := newRetention(cfg.RefRetention, p.store, logger, registry)
+	if err != nil {
+		return nil, &ServiceError{Service: "ref retention", Err: err}
+	}
+
 	floeDeps := cfg.Floe
 	floeDeps.Store, floeDeps.Logger = p.store, logger
+	if floeDeps.Retention == nil {
+		floeDeps.Retention = retention
+	}
 	if floeDeps.Principal == nil {
 		floeDeps.Principal = principalID
 	}
@@ -187,6 +195,7 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	var workers sync.WaitGroup
 	workers.Go(func() { iceberg.ExpireRecords(workCtx) })
+	workers.Go(func() { retention.Run(workCtx, cfg.RefRetention.ExpiryInterval) })
 	p.onClose("background workers", func() error {
 		stopWork()
 		workers.Wait()

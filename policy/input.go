@@ -89,6 +89,11 @@ const (
 	ActionRenameView Action = "view.rename"
 )
 
+// ActionRetentionRef changes a reference's retention settings (floe's
+// API, see refretention): a ref management write on that ref, which the
+// default policy decides as it decides ref.assign.
+const ActionRetentionRef Action = "ref.retention"
+
 // Content is one catalog entry an operation writes.
 type Content struct {
 	// Key is the entry's namespace elements followed by its name.

@@ -139,6 +139,7 @@ var sharedStrings = func() map[string]*ast.Term {
 		ActionMerge, ActionTransplant, ActionCreateNamespace, ActionDropNamespace,
 		ActionWriteNamespace, ActionCreateTable, ActionDropTable, ActionWriteTable,
 		ActionRenameTable, ActionCreateView, ActionDropView, ActionWriteView, ActionRenameView,
+		ActionRetentionRef,
 	} {
 		m[string(a)] = ast.StringTerm(string(a))
 	}

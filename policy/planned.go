@@ -115,6 +115,7 @@ var verificationActions = []Action{
 	ActionMerge, ActionTransplant, ActionCreateNamespace, ActionDropNamespace,
 	ActionWriteNamespace, ActionCreateTable, ActionDropTable, ActionWriteTable,
 	ActionRenameTable, ActionCreateView, ActionDropView, ActionWriteView, ActionRenameView,
+	ActionRetentionRef,
 }
 
 // verificationInputs are the inputs a plan must decide exactly as topdown

@@ -223,7 +223,10 @@ func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) 
 		if err := b.AddSnapshot(&snap); err != nil {
 			return fail(fmt.Errorf("cherry-pick snapshot %d: %w", src.SnapshotID, err))
 		}
-		if err := b.SetSnapshotRef(branch, id, table.BranchRef); err != nil {
+		// Moving the branch keeps its retention (max-ref-age-ms,
+		// max-snapshot-age-ms, min-snapshots-to-keep), as Iceberg's own
+		// writers do; SetSnapshotRef alone would reset it.
+		if err := b.NewRetainingSnapshotRefUpdate(branch, id, table.BranchRef).Apply(b); err != nil {
 			return fail(fmt.Errorf("cherry-pick snapshot %d: move %s: %w", src.SnapshotID, branch, err))
 		}
 		res.Snapshots = append(res.Snapshots, snap)

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/floe-catalog/floe/internal/floeclient"
 	"github.com/floe-catalog/floe/internal/nessieclient"
 )
 
@@ -25,8 +28,8 @@ func newRefCommand(typ string) *cobra.Command {
 		plural = noun + "es"
 	}
 	f := &clientFlags{}
-	list := f.run(func(ctx context.Context, cl *nessieclient.Client, out io.Writer, _ []string) error {
-		return listRefs(ctx, cl, out, typ, f.json)
+	list := f.runBoth(func(ctx context.Context, cmd *cobra.Command, cl *nessieclient.Client, fcl *floeclient.Client, out io.Writer, _ []string) error {
+		return listRefs(ctx, cl, out, typ, f.json, func() map[string]floeclient.RefStatus { return refAges(ctx, fcl, cmd.ErrOrStderr()) })
 	})
 	cmd := &cobra.Command{
 		Use:   noun,
@@ -38,17 +41,26 @@ func newRefCommand(typ string) *cobra.Command {
 
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
-		Short: "List " + plural + " with their head commits",
+		Short: "List " + plural + " with their head commits, ages and expiry",
 		Args:  cobra.NoArgs,
 		RunE:  list,
 	})
 
 	var from string
+	rf := &retentionFlags{}
 	create := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a " + noun + " at the head of --from (default: the default branch)",
-		Args:  cobra.ExactArgs(1),
-		RunE: f.run(func(ctx context.Context, cl *nessieclient.Client, out io.Writer, args []string) error {
+		Long: "Create a " + noun + " at the head of --from (default: the default branch).\n\n" +
+			"--max-age, --keep-commits and --keep-history set its retention through floe's API\n" +
+			"once it exists; without them it has the defaults of its name's prefix. If that second\n" +
+			"call fails, the " + noun + " stays, with its defaults, and the error says how to retry.",
+		Args: cobra.ExactArgs(1),
+		RunE: f.runBoth(func(ctx context.Context, cmd *cobra.Command, cl *nessieclient.Client, fcl *floeclient.Client, out io.Writer, args []string) error {
+			var set floeclient.RetentionSettings
+			if err := rf.apply(cmd, &set); err != nil {
+				return err
+			}
 			src := from
 			if src == "" {
 				src = "-" // the default branch
@@ -61,15 +73,40 @@ func newRefCommand(typ string) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("create %s %s: %w", noun, args[0], err)
 			}
-			if f.json {
-				return writeJSON(out, map[string]any{"reference": ref})
+			var st *floeclient.RefStatus
+			var retErr error
+			if rf.changed(cmd) {
+				st, retErr = createRetention(ctx, cmd, fcl, noun, ref.Name, set)
 			}
-			_, err = fmt.Fprintf(out, "Created %s %s at %s (from %s)\n", noun, ref.Name, short(ref.Hash), refLabel(at))
-			return err
+			if f.json {
+				v := map[string]any{"reference": ref}
+				if st != nil {
+					v["retention"] = st
+				}
+				if retErr != nil {
+					v["retentionError"] = retErr.Error()
+				}
+				if err := writeJSON(out, v); err != nil {
+					return err
+				}
+				return retErr
+			}
+			if _, err = fmt.Fprintf(out, "Created %s %s at %s (from %s)\n", noun, ref.Name, short(ref.Hash), refLabel(at)); err != nil {
+				return err
+			}
+			if st != nil {
+				_, err = fmt.Fprintf(out, "Retention: max age %s, history kept %s; %s\n", neverIfZero(st.Retention.MaxAge), historyText(st.Retention), expiryText(st))
+			}
+			return errors.Join(err, retErr)
 		}),
 	}
 	create.Flags().StringVar(&from, "from", "", "reference or hash to start from (name, name@hash, @hash, main~2)")
+	rf.register(create)
 	cmd.AddCommand(create)
+	cmd.AddCommand(newRetentionCommand(f, noun))
+	if typ == nessieclient.Branch {
+		cmd.AddCommand(newExpireCommand(f))
+	}
 
 	cmd.AddCommand(&cobra.Command{
 		Use:   "delete NAME",
@@ -132,23 +169,57 @@ func currentRef(ctx context.Context, cl *nessieclient.Client, name, typ string) 
 	return ref, nil
 }
 
-func listRefs(ctx context.Context, cl *nessieclient.Client, out io.Writer, typ string, asJSON bool) error {
+// listRefs lists the refs of one type from the Nessie API, with each
+// one's age and expiry from floe's API (ages; nil when unavailable).
+func listRefs(ctx context.Context, cl *nessieclient.Client, out io.Writer, typ string, asJSON bool, ages func() map[string]floeclient.RefStatus) error {
 	all, err := cl.References(ctx)
 	if err != nil {
 		return err
 	}
-	refs := []nessieclient.Reference{}
+	byName := ages()
+	refs := []listedRef{}
 	for _, r := range all {
-		if r.Type == typ {
-			refs = append(refs, r)
+		if r.Type != typ {
+			continue
 		}
+		lr := listedRef{Reference: r}
+		if st, ok := byName[r.Name]; ok && !st.Created.IsZero() {
+			created, ret := st.Created, st.Retention
+			lr.Created, lr.Age, lr.LastCommit, lr.ExpiresAt, lr.Expired, lr.Retention = &created, st.Age, st.LastCommit, st.ExpiresAt, st.Expired, &ret
+		}
+		refs = append(refs, lr)
 	}
 	if asJSON {
 		return writeJSON(out, map[string]any{"references": refs})
 	}
-	t := newTable(out, "NAME", "HASH")
+	t := newTable(out, "NAME", "HASH", "AGE", "EXPIRES")
 	for _, r := range refs {
-		t.row(r.Name, short(r.Hash))
+		age, expires := "-", "-"
+		if r.Created != nil {
+			age = roughDuration(time.Since(*r.Created))
+			switch {
+			case r.ExpiresAt == nil:
+				expires = "never"
+			case r.Expired:
+				expires = "expired"
+			default:
+				expires = "in " + roughDuration(time.Until(*r.ExpiresAt))
+			}
+		}
+		t.row(r.Name, short(r.Hash), age, expires)
 	}
 	return t.flush()
+}
+
+// historyText says how much history a retention keeps.
+func historyText(r floeclient.EffectiveRetention) string {
+	switch {
+	case r.KeepCommits == 0 && (r.KeepHistory == "0" || r.KeepHistory == ""):
+		return "all"
+	case r.KeepCommits == 0:
+		return r.KeepHistory
+	case r.KeepHistory == "0" || r.KeepHistory == "":
+		return fmt.Sprintf("%d commits", r.KeepCommits)
+	}
+	return fmt.Sprintf("%d commits or %s", r.KeepCommits, r.KeepHistory)
 }

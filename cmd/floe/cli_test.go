@@ -191,7 +191,7 @@ func TestCLI(t *testing.T) {
 			t.Errorf("branch create: %q", out)
 		}
 		out = e.ok(t, "branch", "list")
-		if !regexp.MustCompile(`(?m)^NAME +HASH\n(dev +[0-9a-f]{12}\n)?main +[0-9a-f]{12}\n`).MatchString(out) ||
+		if !regexp.MustCompile(`(?m)^NAME +HASH +AGE +EXPIRES\n(dev +[0-9a-f]{12} +\d+s +never\n)?main +[0-9a-f]{12} +\S+ +never\n`).MatchString(out) ||
 			!strings.Contains(out, "dev  ") {
 			t.Errorf("branch list:\n%s", out)
 		}
@@ -357,7 +357,7 @@ func TestCLI(t *testing.T) {
 			t.Errorf("tag create: %q", out)
 		}
 		out = e.ok(t, "tag", "list")
-		if !regexp.MustCompile(`^NAME +HASH\nv1 +[0-9a-f]{12}\n$`).MatchString(out) {
+		if !regexp.MustCompile(`^NAME +HASH +AGE +EXPIRES\nv1 +[0-9a-f]{12} +\d+s +never\n$`).MatchString(out) {
 			t.Errorf("tag list:\n%s", out)
 		}
 		out = e.ok(t, "tag", "assign", "v1", "main")
@@ -456,7 +456,9 @@ func TestCLIConnection(t *testing.T) {
 	defer srv.Close()
 
 	out, errOut, code := runFloe(t, []string{"FLOE_SERVER=http://127.0.0.1:1", "FLOE_TOKEN=s3cret"}, "branch", "list", "--server", srv.URL)
-	if code != 0 || out != "NAME  HASH\nmain  abababababab\n" {
+	// The fake server answers floe's API with the same list, which
+	// holds no ages: the columns stay empty.
+	if code != 0 || out != "NAME  HASH          AGE  EXPIRES\nmain  abababababab  -    -\n" {
 		t.Errorf("branch list: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	select {
@@ -495,7 +497,7 @@ func TestCLINewUser(t *testing.T) {
 			t.Errorf("floe %v = %q, %v; want main as JSON", args, out, err)
 		}
 	}
-	if out := e.ok(t, "--server", "http://"+e.addr, "tag", "list"); out != "NAME  HASH\n" {
+	if out := e.ok(t, "--server", "http://"+e.addr, "tag", "list"); out != "NAME  HASH  AGE  EXPIRES\n" {
 		t.Errorf("floe --server URL tag list = %q", out)
 	}
 	e.fails(t, []string{"serve", "--json"}, "not of serve")

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/floe-catalog/floe/assemble"
 	"github.com/floe-catalog/floe/icebergtable"
+	"github.com/floe-catalog/floe/refretention"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/server"
 )
@@ -25,6 +27,7 @@ func newServeCommand() *cobra.Command {
 	var metadataCacheBytes, maxMetadataFileBytes int64 = icebergtable.DefaultMetadataCacheBytes, icebergtable.DefaultMaxMetadataFileBytes
 	var memoryLimit int64
 	var allowedLocations []string
+	var refRetentionFile string
 	wf := &warehouseFlags{}
 	secFlags := &securityFlags{}
 
@@ -76,6 +79,13 @@ func newServeCommand() *cobra.Command {
 			if idempotencyKeyLifetime <= 0 {
 				cfg.Iceberg.IdempotencyKeyLifetime = -1 // icebergrest's "off"; its 0 means the default
 			}
+			if refRetentionFile != "" {
+				rc, err := refretention.LoadConfig(refRetentionFile)
+				if err != nil {
+					return err
+				}
+				cfg.RefRetention.Config = &rc
+			}
 			// cmd.Context() ends at the first SIGINT or SIGTERM: the HTTP
 			// server drains, then every service closes, the store last.
 			err = assemble.Run(cmd.Context(), cfg, logger)
@@ -96,6 +106,8 @@ func newServeCommand() *cobra.Command {
 	f.Int64Var(&cfg.StoreCacheBytes, "store-cache-bytes", 128<<20 /* versionstore.Options default */, "memory budget of the version store's cache of decoded commits and trees")
 	f.Int64Var(&memoryLimit, "memory-limit", 0, "soft limit of the Go runtime's memory in bytes (runtime/debug.SetMemoryLimit); 0 derives it from the cache budgets (metadata + store caches + "+fmt.Sprint(memoryHeadroom>>20)+" MiB), negative leaves it to GOMEMLIMIT; GOMEMLIMIT, if set, wins")
 	f.Int64Var(&maxMetadataFileBytes, "max-metadata-file-bytes", maxMetadataFileBytes, "largest Iceberg table or view metadata file read (after gunzipping); a larger one is refused")
+	f.StringVar(&refRetentionFile, "ref-retention", "", "JSON file of branch retention defaults by name prefix and protected prefixes (see refretention/README.md); without it: ingest/ 2d, transform/ 7d, feature/ and users/ 30d, others never expire")
+	f.DurationVar(&cfg.RefRetention.ExpiryInterval, "ref-expiry-interval", time.Hour, "how often expired branches and tags are deleted; 0 turns the background sweep off (floe branch expire still runs one)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.DurationVar(&cfg.HTTP.ShutdownTimeout, "shutdown-timeout", cfg.HTTP.ShutdownTimeout, "how long in-flight requests may run after shutdown begins")

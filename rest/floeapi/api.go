@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/floe-catalog/floe/refretention"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -42,6 +43,8 @@ type Deps struct {
 	// Guard asks the policy engine about every operation; nil allows
 	// everything.
 	Guard *authz.Guard
+	// Retention keeps references' retention and expires them (refs.go).
+	Retention *refretention.Service
 }
 
 // API is floe's own API over its services.
@@ -50,6 +53,7 @@ type API struct {
 	logger    *slog.Logger
 	principal func(*http.Request) string
 	guard     *authz.Guard
+	retention *refretention.Service
 }
 
 // New builds the API over deps.
@@ -58,6 +62,7 @@ func New(deps Deps) (*API, error) {
 		return nil, errors.New("floe API: no version store")
 	}
 	a := &API{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard}
+	a.retention = deps.Retention
 	if a.logger == nil {
 		a.logger = slog.New(slog.DiscardHandler)
 	}
@@ -82,9 +87,11 @@ type reply struct {
 
 // routes lists every operation of the API. Capabilities append theirs.
 func (a *API) routes() []route {
-	return []route{
+	routes := []route{
 		{http.MethodGet, "/openapi.yaml", nil}, // served raw, below
 	}
+	routes = append(routes, a.refRoutes()...)
+	return routes
 }
 
 // Register adds the API's routes under Prefix to r, behind authentication

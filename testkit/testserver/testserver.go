@@ -36,6 +36,9 @@ type Options struct {
 	Nessie func(*nessie.Deps)
 	// Floe, if set, adjusts floe's own API's Deps.
 	Floe func(*floeapi.Deps)
+	// RefRetention, if set, configures references' retention (its
+	// clock, defaults and sweep interval).
+	RefRetention *assemble.RefRetention
 	// Routes are extra routes, mounted after the APIs'.
 	Routes []server.Mount
 	// Logger receives the server's logs; nil discards them.
@@ -88,6 +91,9 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	if opts.Floe != nil {
 		opts.Floe(&cfg.Floe)
+	}
+	if opts.RefRetention != nil {
+		cfg.RefRetention = *opts.RefRetention
 	}
 	logger := opts.Logger
 	if logger == nil {

@@ -45,7 +45,7 @@ is_admin if config.groups.admins in input.principal.groups
 is_ingest if config.groups.ingest in input.principal.groups
 
 # The kind of a write: "merge" (merges and transplants), "ref" (ref
-# create, assign, delete), "admin" (floe's own API's operations on the
+# create, assign, delete, retention), "admin" (floe's own API's operations on the
 # catalog as a whole: actions named admin.*) or "content" (everything
 # else).
 default kind := "content"
@@ -61,6 +61,8 @@ kind := "ref" if input.action == "ref.create"
 kind := "ref" if input.action == "ref.assign"
 
 kind := "ref" if input.action == "ref.delete"
+
+kind := "ref" if input.action == "ref.retention"
 
 # The ref a write lands on.
 write_ref := input.target if kind == "merge"
@@ -172,6 +174,12 @@ allows contains tag_admin_rule if {
 	is_admin
 }
 
+allows contains tag_admin_rule if {
+	input.action == "ref.retention"
+	input.ref.type == "tag"
+	is_admin
+}
+
 denials contains tag_immutable_rule if {
 	input.action == "ref.assign"
 	input.ref.type == "tag"
@@ -180,6 +188,12 @@ denials contains tag_immutable_rule if {
 
 denials contains tag_immutable_rule if {
 	input.action == "ref.delete"
+	input.ref.type == "tag"
+	not is_admin
+}
+
+denials contains tag_immutable_rule if {
+	input.action == "ref.retention"
 	input.ref.type == "tag"
 	not is_admin
 }

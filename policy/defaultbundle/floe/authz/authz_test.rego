@@ -211,6 +211,38 @@ test_non_admin_denied_admin_operations if {
 	}
 }
 
+# --- ref retention (floe's API) ---
+
+test_admin_sets_branch_retention if {
+	every name in ["dev", "ingest/a", "users/bob/x", "transform/daily"] {
+		allowed(req(admin, "ref.retention", branch(name)))
+	}
+}
+
+test_owner_sets_own_branch_retention if allowed(req(alice, "ref.retention", branch("users/alice/x")))
+
+test_retention_of_main_denied_even_for_admin if {
+	denied_with(req(admin, "ref.retention", branch("main")), "main is written only through merges by group publishers")
+}
+
+test_non_admin_retention_of_other_branch_denied if {
+	denied_with(req(bob, "ref.retention", branch("users/alice/x")), "no rule allows ref.retention on branch users/alice/x")
+	denied_with(req(publisher, "ref.retention", branch("dev")), "no rule allows ref.retention on branch dev")
+}
+
+test_tag_retention_admins_only if {
+	allowed(req(admin, "ref.retention", tag("v1")))
+	denied_with(req(alice, "ref.retention", tag("v1")), "tags are immutable except for group admins")
+}
+
+test_ref_expiry_run_admins_only if {
+	allowed({"version": 1, "principal": admin, "action": "admin.refs.expire", "api": "floe", "ref": {"name": "", "type": "detached"}})
+	denied_with(
+		{"version": 1, "principal": alice, "action": "admin.refs.expire", "api": "floe", "ref": {"name": "", "type": "detached"}},
+		"admin.refs.expire requires group admins",
+	)
+}
+
 # --- tags ---
 
 test_anyone_creates_tags if {
