@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -72,7 +73,11 @@ func (a *api) rebaseAppend(ctx context.Context, wh *warehouse, base table.Metada
 	if base.Version() < 2 {
 		return nil, nil, notRebaseable("format version %d", base.Version())
 	}
-	snap, props, err := pureAppend(updates)
+	var headMain *table.SnapshotRef
+	if r, ok := maps.Collect(base.Refs())[table.MainBranch]; ok {
+		headMain = &r
+	}
+	snap, props, err := pureAppend(updates, headMain)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -132,8 +137,10 @@ func (a *api) rebaseAppend(ctx context.Context, wh *warehouse, base table.Metada
 
 // pureAppend returns the snapshot of an update set that is exactly an
 // append: one add-snapshot of an append that removes nothing, main set
-// to it, and at most property settings.
-func pureAppend(updates table.Updates) (*table.Snapshot, iceberg.Properties, error) {
+// to it (keeping the retention headMain, main at the head, has: engines
+// send the retention of the main they loaded), and at most property
+// settings.
+func pureAppend(updates table.Updates, headMain *table.SnapshotRef) (*table.Snapshot, iceberg.Properties, error) {
 	var (
 		snap  *table.Snapshot
 		ref   *int64
@@ -154,17 +161,18 @@ func pureAppend(updates table.Updates) (*table.Snapshot, iceberg.Properties, err
 			}
 			snap = v.Snapshot
 		case table.UpdateSetSnapshotRef:
-			var v struct {
-				Name               string        `json:"ref-name"`
-				Type               table.RefType `json:"type"`
-				SnapshotID         int64         `json:"snapshot-id"`
-				MaxRefAgeMs        int64         `json:"max-ref-age-ms"`
-				MaxSnapshotAgeMs   int64         `json:"max-snapshot-age-ms"`
-				MinSnapshotsToKeep int           `json:"min-snapshots-to-keep"`
+			// Two decodes: SnapshotRef's own UnmarshalJSON would hide
+			// ref-name if it were embedded.
+			var name struct {
+				Name string `json:"ref-name"`
 			}
-			if ref != nil || json.Unmarshal(raw, &v) != nil || v.Name != table.MainBranch || v.Type != table.BranchRef ||
-				v.MaxRefAgeMs != 0 || v.MaxSnapshotAgeMs != 0 || v.MinSnapshotsToKeep != 0 {
-				return nil, nil, notRebaseable("sets a ref other than main, or main's retention")
+			var v table.SnapshotRef
+			if ref != nil || json.Unmarshal(raw, &name) != nil || json.Unmarshal(raw, &v) != nil ||
+				name.Name != table.MainBranch || v.SnapshotRefType != table.BranchRef {
+				return nil, nil, notRebaseable("sets a ref other than main")
+			}
+			if !sameRetention(v, headMain) {
+				return nil, nil, notRebaseable("changes main's retention")
 			}
 			ref = &v.SnapshotID
 		case table.UpdateSetProperties:
@@ -194,6 +202,21 @@ func pureAppend(updates table.Updates) (*table.Snapshot, iceberg.Properties, err
 		}
 	}
 	return snap, props, nil
+}
+
+// sameRetention reports whether ref keeps the retention settings of
+// head (none when head is nil).
+func sameRetention(ref table.SnapshotRef, head *table.SnapshotRef) bool {
+	var want table.SnapshotRef
+	if head != nil {
+		want = *head
+	}
+	return equalPtr(ref.MaxRefAgeMs, want.MaxRefAgeMs) && equalPtr(ref.MaxSnapshotAgeMs, want.MaxSnapshotAgeMs) &&
+		equalPtr(ref.MinSnapshotsToKeep, want.MinSnapshotsToKeep)
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }
 
 func sameParent(a, b *int64) bool {

@@ -1,7 +1,9 @@
 package icebergrest_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -141,4 +143,60 @@ func grepLines(s, substr string) string {
 		}
 	}
 	return strings.Join(out, "")
+}
+
+// TestStaleAppendKeepingMainRetentionIsRebased: engines send main's
+// retention (min-snapshots-to-keep, max-snapshot-age-ms) as they loaded
+// it with every append; a stale append that keeps it is rebased, and main
+// keeps it. One that changes it is a retention change, not a pure append:
+// 409 as without rebasing.
+func TestStaleAppendKeepingMainRetentionIsRebased(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		retention string // what the stale append's set-snapshot-ref carries
+		status    int
+	}{
+		{"kept", `,"min-snapshots-to-keep":5,"max-snapshot-age-ms":86400000`, http.StatusOK},
+		{"changed", `,"min-snapshots-to-keep":7,"max-snapshot-age-ms":86400000`, http.StatusConflict},
+		{"dropped", ``, http.StatusConflict},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.createNamespace("lake", "ns")
+			e.createTable("lake", "ns", "t")
+			_, first := e.stagedAppend(e.tableState())
+			e.ok(http.MethodPost, hotPath, string(first), http.StatusOK, nil)
+			st := e.tableState()
+			e.ok(http.MethodPost, hotPath, `{"requirements":[],"updates":[{"action":"set-snapshot-ref","ref-name":"main","type":"branch",`+
+				`"snapshot-id":`+strconv.FormatInt(*st.Metadata.CurrentSnapshotID, 10)+`,"min-snapshots-to-keep":5,"max-snapshot-age-ms":86400000}]}`,
+				http.StatusOK, nil)
+			st = e.tableState()
+			_, a := e.stagedAppend(st)
+			idB, b := e.stagedAppend(st)
+			e.ok(http.MethodPost, hotPath, strings.Replace(string(a), `}]}`, `,"min-snapshots-to-keep":5,"max-snapshot-age-ms":86400000}]}`, 1), http.StatusOK, nil)
+			stale := strings.Replace(string(b), `}]}`, tc.retention+`}]}`, 1)
+			r := e.do(http.MethodPost, hotPath, stale)
+			if r.status != tc.status {
+				t.Fatalf("stale append with main's retention %s: %d %.300s, want %d", tc.name, r.status, r.body, tc.status)
+			}
+			var meta struct {
+				Metadata struct {
+					Refs map[string]struct {
+						SnapshotID  int64 `json:"snapshot-id"`
+						MinSnapshot *int  `json:"min-snapshots-to-keep"`
+					} `json:"refs"`
+				} `json:"metadata"`
+			}
+			if err := json.Unmarshal(e.ok(http.MethodGet, hotPath, nil, http.StatusOK, nil).body, &meta); err != nil {
+				t.Fatal(err)
+			}
+			main := meta.Metadata.Refs["main"]
+			if main.MinSnapshot == nil || *main.MinSnapshot != 5 {
+				t.Fatalf("main's retention after the append: %+v", main)
+			}
+			if (tc.status == http.StatusOK) != (main.SnapshotID == idB) {
+				t.Fatalf("main at %d after a %d answer (the stale append was %d)", main.SnapshotID, r.status, idB)
+			}
+		})
+	}
 }
