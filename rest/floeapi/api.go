@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/floe-catalog/floe/maintenance"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -42,6 +43,10 @@ type Deps struct {
 	// Guard asks the policy engine about every operation; nil allows
 	// everything.
 	Guard *authz.Guard
+	// Maintenance keeps the maintenance locks and TableStats computes
+	// table statistics (maintenance.go); nil answers 501.
+	Maintenance *maintenance.Service
+	TableStats  *maintenance.Stats
 }
 
 // API is floe's own API over its services.
@@ -50,6 +55,9 @@ type API struct {
 	logger    *slog.Logger
 	principal func(*http.Request) string
 	guard     *authz.Guard
+
+	maintenance *maintenance.Service
+	tableStats  *maintenance.Stats
 }
 
 // New builds the API over deps.
@@ -58,6 +66,7 @@ func New(deps Deps) (*API, error) {
 		return nil, errors.New("floe API: no version store")
 	}
 	a := &API{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard}
+	a.maintenance, a.tableStats = deps.Maintenance, deps.TableStats
 	if a.logger == nil {
 		a.logger = slog.New(slog.DiscardHandler)
 	}
@@ -82,9 +91,11 @@ type reply struct {
 
 // routes lists every operation of the API. Capabilities append theirs.
 func (a *API) routes() []route {
-	return []route{
+	routes := []route{
 		{http.MethodGet, "/openapi.yaml", nil}, // served raw, below
 	}
+	routes = append(routes, a.maintenanceRoutes()...)
+	return routes
 }
 
 // Register adds the API's routes under Prefix to r, behind authentication

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/floe-catalog/floe/assemble"
+	"github.com/floe-catalog/floe/maintenance"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/floeapi"
 	"github.com/floe-catalog/floe/rest/icebergrest"
@@ -36,6 +37,9 @@ type Options struct {
 	Nessie func(*nessie.Deps)
 	// Floe, if set, adjusts floe's own API's Deps.
 	Floe func(*floeapi.Deps)
+	// Maintenance, if set, adjusts the maintenance locks' options (a
+	// test's clock, say).
+	Maintenance func(*maintenance.Options)
 	// Routes are extra routes, mounted after the APIs'.
 	Routes []server.Mount
 	// Logger receives the server's logs; nil discards them.
@@ -88,6 +92,9 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	if opts.Floe != nil {
 		opts.Floe(&cfg.Floe)
+	}
+	if opts.Maintenance != nil {
+		opts.Maintenance(&cfg.Maintenance)
 	}
 	logger := opts.Logger
 	if logger == nil {
