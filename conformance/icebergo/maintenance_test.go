@@ -323,3 +323,49 @@ func (f *floeServer) oauthToken(t *testing.T, id, secret string) string {
 	}
 	return tok.AccessToken
 }
+
+// TestMaintenanceLockRace: two jobs ask for a free table's lock at once
+// through floe's API; exactly one gets it, the other is told who did.
+func TestMaintenanceLockRace(t *testing.T) {
+	f := startFloe(t)
+	cat := f.catalog(t, "lake")
+	if err := cat.CreateNamespace(t.Context(), catalog.ToIdentifier("sales"), nil); err != nil {
+		t.Fatal(err)
+	}
+	createTable(t, cat, catalog.ToIdentifier("sales", "orders"))
+	for round := range 5 {
+		table := []string{"sales", "orders"}
+		var (
+			wg       sync.WaitGroup
+			start    = make(chan struct{})
+			statuses [2]int
+			bodies   [2][]byte
+		)
+		for i := range 2 {
+			wg.Go(func() {
+				<-start
+				statuses[i], bodies[i] = f.floeAPI(t, http.MethodPost, "/maintenance/locks", "",
+					map[string]any{"table": table, "job": []string{"a", "b"}[i], "ttl": "1m"})
+			})
+		}
+		close(start)
+		wg.Wait()
+		won, lost := 0, 1
+		if statuses[1] == http.StatusCreated {
+			won, lost = 1, 0
+		}
+		if statuses[won] != http.StatusCreated || statuses[lost] != http.StatusConflict {
+			t.Fatalf("round %d: answers %d and %d, want one 201 and one 409: %s %s", round, statuses[0], statuses[1], bodies[0], bodies[1])
+		}
+		var lease maintenance.Lease
+		decodeJSON(t, bodies[won], &lease)
+		var fe floeError
+		decodeJSON(t, bodies[lost], &fe)
+		if !strings.Contains(fe.Error.Message, `(job "`+lease.Holder.Job+`")`) {
+			t.Fatalf("round %d: the loser was told %q; %q won", round, fe.Error.Message, lease.Holder.Job)
+		}
+		if status, body := f.floeAPI(t, http.MethodDelete, "/maintenance/locks/"+lease.ID, "", nil, maintenance.TokenHeader, lease.Token); status != http.StatusNoContent {
+			t.Fatalf("round %d: release: %d %s", round, status, body)
+		}
+	}
+}
