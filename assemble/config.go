@@ -1,6 +1,7 @@
 package assemble
 
 import (
+	"github.com/floe-catalog/floe/maintenance"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/floeapi"
@@ -39,6 +40,10 @@ type Config struct {
 	// Floe configures floe's own API (/api/floe/v1), filled in as Iceberg
 	// is.
 	Floe floeapi.Deps
+	// Maintenance configures the maintenance locks, which floe's API
+	// serves and the Iceberg REST facade enforces; the root sets Store,
+	// Warehouses, Metrics and Logger.
+	Maintenance maintenance.Options
 	// MergePartitionOverlap is the catalog default for tables without the
 	// floe.merge.partition-overlap property: allow, check or refuse; ""
 	// is check (mergeengine.DefaultOverlapRule).

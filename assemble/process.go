@@ -17,6 +17,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/floe-catalog/floe/maintenance"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/authz"
@@ -47,8 +48,8 @@ type Process struct {
 // advice (cmd/floe names the flags that would help).
 type ServiceError struct {
 	// Service is "version store", "warehouse", "authentication",
-	// "decision log", "policy engine", "iceberg REST API", "merge engine",
-	// "ref retention", "floe API" or "HTTP server".
+	// "decision log", "policy engine", "maintenance locks", "iceberg REST
+	// API", "merge engine", "ref retention", "floe API" or "HTTP server".
 	Service string
 	Err     error
 }
@@ -145,6 +146,18 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	if nessieDeps.Guard == nil {
 		nessieDeps.Guard = guard(engine, "nessie")
 	}
+	// The maintenance locks, built before the APIs that share them: the
+	// Iceberg facade enforces them, floe's API serves them (and table
+	// statistics, which read metadata through the facade's warehouses).
+	maintOpts := cfg.Maintenance
+	maintOpts.Metrics, maintOpts.Logger = registry, logger
+	if icebergDeps.MaintenanceLocks == nil {
+		locks, err := maintenance.New(p.store, maintOpts)
+		if err != nil {
+			return nil, &ServiceError{Service: "maintenance locks", Err: err}
+		}
+		icebergDeps.MaintenanceLocks = locks
+	}
 	iceberg, err := icebergrest.New(icebergDeps)
 	if err != nil {
 		return nil, &ServiceError{Service: "iceberg REST API", Err: err}
@@ -176,6 +189,12 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	floeDeps.Store, floeDeps.Logger = p.store, logger
 	if floeDeps.Retention == nil {
 		floeDeps.Retention = retention
+	}
+	if floeDeps.Maintenance == nil {
+		floeDeps.Maintenance = icebergDeps.MaintenanceLocks
+	}
+	if floeDeps.TableStats == nil && floeDeps.Maintenance != nil {
+		floeDeps.TableStats = maintenance.NewStats(floeDeps.Maintenance, warehouses)
 	}
 	if floeDeps.Principal == nil {
 		floeDeps.Principal = principalID

@@ -80,6 +80,15 @@ func (e *Error) Error() string {
 // (unless body is nil) and decodes a JSON answer into out (unless out is
 // nil). A non-2xx answer is an *Error.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	return c.do(ctx, method, path, query, nil, body, out)
+}
+
+// doWithHeader is Do with one more request header.
+func (c *Client) doWithHeader(ctx context.Context, method, path, name, value string, body, out any) error {
+	return c.do(ctx, method, path, nil, http.Header{name: {value}}, body, out)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, header http.Header, body, out any) error {
 	u := c.base + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
@@ -95,6 +104,9 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return err
+	}
+	for name, values := range header {
+		req.Header[http.CanonicalHeaderKey(name)] = values
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.agent)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/floe-catalog/floe/maintenance"
 	"github.com/floe-catalog/floe/refretention"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
@@ -45,6 +46,10 @@ type Deps struct {
 	Guard *authz.Guard
 	// Retention keeps references' retention and expires them (refs.go).
 	Retention *refretention.Service
+	// Maintenance keeps the maintenance locks and TableStats computes
+	// table statistics (maintenance.go); nil answers 501.
+	Maintenance *maintenance.Service
+	TableStats  *maintenance.Stats
 }
 
 // API is floe's own API over its services.
@@ -54,6 +59,9 @@ type API struct {
 	principal func(*http.Request) string
 	guard     *authz.Guard
 	retention *refretention.Service
+
+	maintenance *maintenance.Service
+	tableStats  *maintenance.Stats
 }
 
 // New builds the API over deps.
@@ -63,6 +71,7 @@ func New(deps Deps) (*API, error) {
 	}
 	a := &API{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard}
 	a.retention = deps.Retention
+	a.maintenance, a.tableStats = deps.Maintenance, deps.TableStats
 	if a.logger == nil {
 		a.logger = slog.New(slog.DiscardHandler)
 	}
@@ -91,6 +100,7 @@ func (a *API) routes() []route {
 		{http.MethodGet, "/openapi.yaml", nil}, // served raw, below
 	}
 	routes = append(routes, a.refRoutes()...)
+	routes = append(routes, a.maintenanceRoutes()...)
 	return routes
 }
 

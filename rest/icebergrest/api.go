@@ -15,6 +15,7 @@ import (
 
 	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/internal/keyedmutex"
+	"github.com/floe-catalog/floe/maintenance"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -98,6 +99,13 @@ type Deps struct {
 	// icebergtable.Config); 0 means
 	// icebergtable.DefaultMaxMetadataFileBytes.
 	MaxMetadataFileBytes int64
+	// MaintenanceLocks, if set, refuses maintenance commits on a table
+	// whose maintenance lock another job holds (maintenancelock.go).
+	MaintenanceLocks *maintenance.Service
+	// SnapshotMetricTables bounds how many tables get their own label on
+	// floe_iceberg_snapshots_total; 0 means DefaultSnapshotMetricTables,
+	// negative means no table label.
+	SnapshotMetricTables int
 }
 
 // api serves the Iceberg REST routes.
@@ -126,6 +134,8 @@ type api struct {
 	// authenticate wraps each route; guard authorizes (authz.go).
 	authenticate func(http.Handler) http.Handler
 	guard        *authz.Guard
+	// maint checks the maintenance lock and counts snapshots.
+	maint *maintenanceHooks
 }
 
 // API is the facade built by New: its routes and its background work
@@ -241,6 +251,9 @@ func newAPI(deps Deps) (*api, error) {
 		return nil, fmt.Errorf("iceberg REST: registering metrics: %w", err)
 	}
 	a.metrics = m
+	if a.maint, err = newMaintenanceHooks(deps, reg); err != nil {
+		return nil, fmt.Errorf("iceberg REST: registering metrics: %w", err)
+	}
 	return a, nil
 }
 

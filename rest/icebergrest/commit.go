@@ -134,6 +134,9 @@ func (a *api) commitTables(w http.ResponseWriter, r *http.Request, wr *warehouse
 	if err != nil {
 		return nil, err
 	}
+	if err := a.checkMaintenanceLocks(r, branch, changes); err != nil {
+		return nil, err
+	}
 	ctx := r.Context()
 	opName := "transaction"
 	var (
@@ -200,6 +203,7 @@ func (a *api) commitTables(w http.ResponseWriter, r *http.Request, wr *warehouse
 		}
 		return nil, err
 	}
+	a.countSnapshots(results)
 	return rp, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/floe-catalog/floe/assemble"
+	"github.com/floe-catalog/floe/maintenance"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/floeapi"
 	"github.com/floe-catalog/floe/rest/icebergrest"
@@ -39,6 +40,9 @@ type Options struct {
 	// RefRetention, if set, configures references' retention (its
 	// clock, defaults and sweep interval).
 	RefRetention *assemble.RefRetention
+	// Maintenance, if set, adjusts the maintenance locks' options (a
+	// test's clock, say).
+	Maintenance func(*maintenance.Options)
 	// Routes are extra routes, mounted after the APIs'.
 	Routes []server.Mount
 	// Logger receives the server's logs; nil discards them.
@@ -94,6 +98,9 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	if opts.RefRetention != nil {
 		cfg.RefRetention = *opts.RefRetention
+	}
+	if opts.Maintenance != nil {
+		opts.Maintenance(&cfg.Maintenance)
 	}
 	logger := opts.Logger
 	if logger == nil {

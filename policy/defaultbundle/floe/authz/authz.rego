@@ -45,12 +45,15 @@ is_admin if config.groups.admins in input.principal.groups
 is_ingest if config.groups.ingest in input.principal.groups
 
 # The kind of a write: "merge" (merges and transplants), "ref" (ref
-# create, assign, delete, retention), "admin" (floe's own API's operations on the
-# catalog as a whole: actions named admin.*) or "content" (everything
-# else).
+# create, assign, delete, retention), "admin" (floe's own API's
+# operations on the catalog as a whole: actions named admin.*),
+# "maintenance" (holding a table's maintenance lock: actions named
+# maintenance.*) or "content" (everything else).
 default kind := "content"
 
 kind := "admin" if startswith(input.action, "admin.")
+
+kind := "maintenance" if startswith(input.action, "maintenance.")
 
 kind := "merge" if input.action == "merge"
 
@@ -101,6 +104,7 @@ denials contains "branch main can never be deleted" if {
 denials contains main_rule if {
 	write_class == "main"
 	kind != "merge"
+	kind != "maintenance"
 	input.action != "ref.delete"
 }
 
@@ -151,6 +155,20 @@ allows contains sprintf("group %s may run admin operations", [config.groups.admi
 denials contains sprintf("%s requires group %s", [input.action, config.groups.admins]) if {
 	kind == "admin"
 	not is_admin
+}
+
+# --- maintenance locks ------------------------------------------------
+
+# Holding a table's maintenance lock (maintenance.lock, with the table in
+# contents) is the right to rewrite the table on the lock's branch: the
+# writers of that branch have it by the branch rules above (users/<id>/,
+# ingest/), and group admins have it on every branch, main included,
+# whose maintenance jobs are the operators'. The per-namespace group rule
+# below applies as to any write.
+allows contains sprintf("group %s may hold maintenance locks", [config.groups.admins]) if {
+	kind == "maintenance"
+	write_ref.type == "branch"
+	is_admin
 }
 
 # --- tags and detached refs -------------------------------------------

@@ -243,6 +243,46 @@ test_ref_expiry_run_admins_only if {
 	)
 }
 
+# --- maintenance locks ---
+
+lock_req(principal, ref, key) := {
+	"version": 1,
+	"principal": principal,
+	"action": "maintenance.lock",
+	"api": "floe",
+	"ref": ref,
+	"contents": [put(key)],
+}
+
+test_admin_holds_maintenance_locks_on_main if {
+	allowed(lock_req(admin, branch("main"), ["sales", "orders"]))
+	allowed(lock_req(admin, branch("dev"), ["sales", "orders"]))
+}
+
+test_others_cannot_lock_main if {
+	every p in [alice, publisher, ingester] {
+		denied_with(lock_req(p, branch("main"), ["sales", "orders"]), "no rule allows maintenance.lock on branch main")
+	}
+}
+
+test_branch_writers_hold_maintenance_locks if {
+	allowed(lock_req(alice, branch("users/alice/x"), ["sales", "orders"]))
+	allowed(lock_req(ingester, branch("ingest/daily"), ["sales", "orders"]))
+}
+
+test_non_writers_cannot_lock_a_branch if {
+	denied_with(lock_req(bob, branch("users/alice/x"), ["sales", "orders"]), "no rule allows maintenance.lock on branch users/alice/x")
+	denied_with(lock_req(alice, branch("ingest/daily"), ["sales", "orders"]), "no rule allows maintenance.lock on branch ingest/daily")
+}
+
+test_maintenance_lock_on_a_tag_denied if {
+	denied_with(lock_req(admin, tag("v1"), ["sales", "orders"]), "tag v1 is read-only: writes land on branches")
+}
+
+test_maintenance_lock_of_finance_requires_group if {
+	denied_with(lock_req(admin, branch("main"), ["finance", "ledger"]), "write to finance.ledger requires group finance")
+}
+
 # --- tags ---
 
 test_anyone_creates_tags if {
