@@ -30,10 +30,10 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/floe-catalog/floe/classify"
-	"github.com/floe-catalog/floe/testkit/testserver"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/rest/nessie"
+	"github.com/floe-catalog/floe/testkit/testserver"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
