@@ -106,7 +106,10 @@ type Result struct {
 // row id inheritance). A manifest whose entries pin either is refused
 // rather than rewritten, as is a pick that removes or rewrites anything
 // (ErrNotAdditive). Entries keep the snapshot id the writer recorded,
-// which names the source snapshot when a fresh id was needed.
+// which names the source snapshot when a fresh id was needed. A
+// merge-append's manifest, which also carries its parent's files as
+// EXISTING entries, is replaced by a new one of its ADDED entries; a pick
+// with Replay set is replayed instead (see Replay).
 //
 // The summary is the pick's, with totals recomputed against the new
 // parent and the source named (SummarySourceSnapshotID, ...).
