@@ -100,8 +100,8 @@ func replayPlan(key versionstore.ContentKey, c *classify.Table, srcMeta, tgtMeta
 }
 
 // targetRewrites checks what the target did since the base in parts: only
-// rewrites (replace snapshots, which keep rows), and only of files the
-// source removed too (a rewrite also holds the rows of every file it
+// rewrites (replace snapshots, which keep rows), and only of data files
+// the source removed too (a rewrite also holds the rows of every file it
 // merged, and the replay removes it whole). It returns the files those
 // rewrites added, which the replay removes with the input they replaced.
 func targetRewrites(c *classify.Table, parts map[string]bool) (map[string]bool, string) {
@@ -125,12 +125,14 @@ func targetRewrites(c *classify.Table, parts map[string]bool) (map[string]bool, 
 			"which replacing the partitions would lose (a conflict under serializable isolation; floe refuses it under any): files %s",
 			strings.Join(changed, ", "), orNone(files))
 	}
+	// Delete files need no such check: after the replay they apply to
+	// nothing (the partitions' data files are gone, the added ones newer).
 	srcRemoved := map[string]bool{}
-	for _, f := range slices.Concat(c.Source.DataFiles.Removed, c.Source.DeleteFiles.Removed) {
+	for _, f := range c.Source.DataFiles.Removed {
 		srcRemoved[f.Path] = true
 	}
 	var kept []string
-	for _, f := range slices.Concat(c.Target.DataFiles.Removed, c.Target.DeleteFiles.Removed) {
+	for _, f := range c.Target.DataFiles.Removed {
 		if parts[f.Partition.Path] && !srcRemoved[f.Path] {
 			kept = append(kept, f.Path)
 		}

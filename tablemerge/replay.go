@@ -133,8 +133,8 @@ func replayManifests(ctx context.Context, files Files, head table.Metadata, head
 
 	// The head's live files of the operation's partitions: each goes if
 	// the operation removed it or the target rewrote its input into it;
-	// any other would survive the replay or be lost with it, so the
-	// replay is refused.
+	// any other data file would survive the replay or be lost with it, so
+	// the replay is refused.
 	var c counts
 	var unsafe []string
 	for _, m := range headManifests {
@@ -149,7 +149,12 @@ func replayManifests(ctx context.Context, files Files, head table.Metadata, head
 				continue
 			}
 			if !removed[df.FilePath()] && !p.Replay.Rewritten[df.FilePath()] {
-				unsafe = append(unsafe, df.FilePath())
+				// A delete file the operation left live applies, after the
+				// replay, to nothing: its partition's data files are gone
+				// and the added ones are newer. Kept, as on the source.
+				if df.ContentType() == iceberg.EntryContentData {
+					unsafe = append(unsafe, df.FilePath())
+				}
 				continue
 			}
 			if drop == nil {
