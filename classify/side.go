@@ -76,7 +76,7 @@ func (c *Classifier) readSide(ctx context.Context, out *Side, base, meta table.M
 		if err != nil {
 			return nil, err
 		}
-		out.Snapshots[i].Partitions = slices.Collect(maps.Keys(parts))
+		out.Snapshots[i].Partitions = append(out.Snapshots[i].Partitions, slices.Collect(maps.Keys(parts))...)
 		sortPartitions(out.Snapshots[i].Partitions)
 	}
 	fill := func(fc *FileChanges, added, removed []File) {
