@@ -220,7 +220,7 @@ func fileConflicts(src, tgt *sideChanges, tgtMeta table.Metadata) ([]string, str
 	var serial []string
 	serialParts := map[Partition]bool{}
 	for part, ops := range src.rowDeletes {
-		if !tgt.dataAddedParts[part] {
+		if !tgt.rowsAddedParts[part] {
 			continue
 		}
 		if prop, ok := serializable(tgtMeta, ops); ok {

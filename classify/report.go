@@ -84,6 +84,13 @@ type Snapshot struct {
 	TimestampMs      int64             `json:"timestampMs"`
 	Operation        string            `json:"operation"`
 	Summary          map[string]string `json:"summary"`
+	// Partitions are the partitions the snapshot's own file changes
+	// touched (not net: a file it added that a later snapshot removed
+	// counts).
+	Partitions []Partition `json:"partitions"`
+	// FloeOperation is the snapshot's operation record (the
+	// floe.operation.* summary properties), null when it has none.
+	FloeOperation *Operation `json:"floeOperation"`
 }
 
 // FileChanges are the files of one kind (data or delete) a side added and

@@ -261,16 +261,25 @@ func (d *scenario) delete(t *testing.T, td *datadriven.TestData) {
 	}
 }
 
-// overwrite on=BRANCH table=T day=D rows=N: replaces day D's rows with N
-// new ones.
+// overwrite on=BRANCH table=T day=D rows=N [recorded]: replaces day D's
+// rows with N new ones; recorded sets the operation record
+// (overwrite-partitions of the day, no inputs).
 func (d *scenario) overwrite(t *testing.T, td *datadriven.TestData) {
 	tbl := d.load(t, td)
 	day := dayStart(t, td)
 	n, _ := strconv.Atoi(arg(t, td, "rows"))
 	at := d.rows(t, tbl, day, n)
 	defer at.Release()
+	var record iceberg.Properties
+	if td.HasArg("recorded") {
+		// The operation record a pipeline sets (mergeengine/OPERATIONS.md).
+		record = iceberg.Properties{
+			classify.OpKind: classify.OpKindOverwritePartitions, classify.OpPartitions: "day=" + arg(t, td, "day"),
+			classify.OpSourceSnapshotIDs: "none",
+		}
+	}
 	tx := tbl.NewTransaction()
-	if err := tx.OverwriteTable(t.Context(), at, 1024, nil, table.WithOverwriteFilter(dayFilter(day))); err != nil {
+	if err := tx.OverwriteTable(t.Context(), at, 1024, record, table.WithOverwriteFilter(dayFilter(day))); err != nil {
 		td.Fatalf(t, "overwrite: %v", err)
 	}
 	if _, err := tx.Commit(t.Context()); err != nil {
@@ -437,6 +446,16 @@ func render(r *classify.Table) string {
 			s.DeleteFiles.AddedCount, s.DeleteFiles.RemovedCount)
 		for _, c := range s.StructuralChanges {
 			fmt.Fprintf(&b, "  structural: %s\n", c)
+		}
+		for i, sn := range s.Snapshots {
+			if o := sn.FloeOperation; o != nil {
+				var touched []string
+				for _, p := range sn.Partitions {
+					touched = append(touched, p.String())
+				}
+				fmt.Fprintf(&b, "  snapshot %d (%s) records %s of [%s], pinned %v with %d input(s), replayable %v; it touched [%s]\n",
+					i+1, sn.Operation, o.Kind, strings.Join(o.Partitions, " "), o.Pinned, len(o.Sources), o.Replayable(), strings.Join(touched, " "))
+			}
 		}
 	}
 	side("source", r.Source)

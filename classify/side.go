@@ -25,13 +25,18 @@ type sideChanges struct {
 	// removed holds data and delete files the side removed.
 	removed      map[string]File
 	deletesAdded map[string]File
-	// dataAddedParts and dataRemovedParts are the partitions where the
-	// side added or removed data files.
-	dataAddedParts, dataRemovedParts map[Partition]bool
+	// dataRemovedParts are the partitions where the side removed data
+	// files.
+	dataRemovedParts map[Partition]bool
 	// rowDeletes are the partitions where a delete or overwrite snapshot
 	// of the side removed data files or added delete files, with those
 	// snapshots' operations.
 	rowDeletes map[Partition]map[string]bool
+	// rowsAddedParts are the partitions where a snapshot of the side
+	// added data files with new rows: any operation but a rewrite
+	// (replace), counted per snapshot, so rows appended and then compacted
+	// on the side still count.
+	rowsAddedParts map[Partition]bool
 }
 
 func (s *sideChanges) removedList() []File {
@@ -43,8 +48,8 @@ func (s *sideChanges) removedList() []File {
 func (c *Classifier) readSide(ctx context.Context, out *Side, base, meta table.Metadata, changed bool) (*sideChanges, error) {
 	ch := &sideChanges{
 		partitions: map[Partition]bool{}, dataAdded: map[string]File{}, removed: map[string]File{},
-		deletesAdded: map[string]File{}, dataAddedParts: map[Partition]bool{}, dataRemovedParts: map[Partition]bool{},
-		rowDeletes: map[Partition]map[string]bool{},
+		deletesAdded: map[string]File{}, dataRemovedParts: map[Partition]bool{},
+		rowDeletes: map[Partition]map[string]bool{}, rowsAddedParts: map[Partition]bool{},
 	}
 	if meta == nil {
 		return ch, nil
@@ -66,10 +71,13 @@ func (c *Classifier) readSide(ctx context.Context, out *Side, base, meta table.M
 	}
 	// Net changes, oldest snapshot first: a file added then removed on
 	// the side is no change; removed then re-added neither.
-	for _, s := range chain {
-		if err := c.readSnapshot(ctx, meta, s, ch); err != nil {
+	for i, s := range chain {
+		parts, err := c.readSnapshot(ctx, meta, s, ch)
+		if err != nil {
 			return nil, err
 		}
+		out.Snapshots[i].Partitions = append(out.Snapshots[i].Partitions, slices.Collect(maps.Keys(parts))...)
+		sortPartitions(out.Snapshots[i].Partitions)
 	}
 	fill := func(fc *FileChanges, added, removed []File) {
 		fc.Added, fc.Removed = added, removed
@@ -91,9 +99,6 @@ func (c *Classifier) readSide(ctx context.Context, out *Side, base, meta table.M
 	}
 	fill(&out.DataFiles, sortedFiles(ch.dataAdded), orEmpty(dataRemoved))
 	fill(&out.DeleteFiles, sortedFiles(ch.deletesAdded), orEmpty(deletesRemoved))
-	for _, f := range out.DataFiles.Added {
-		ch.dataAddedParts[f.Partition] = true
-	}
 	for _, f := range out.DataFiles.Removed {
 		ch.dataRemovedParts[f.Partition] = true
 	}
@@ -136,17 +141,18 @@ func addedSnapshots(base, meta table.Metadata) ([]table.Snapshot, string) {
 	return chain, ""
 }
 
-// readSnapshot reads the manifests s added and records the files s added
-// and removed in ch.
-func (c *Classifier) readSnapshot(ctx context.Context, meta table.Metadata, s table.Snapshot, ch *sideChanges) error {
+// readSnapshot reads the manifests s added, records the files s added
+// and removed in ch, and returns the partitions they touched.
+func (c *Classifier) readSnapshot(ctx context.Context, meta table.Metadata, s table.Snapshot, ch *sideChanges) (map[Partition]bool, error) {
 	wh, err := c.warehouseOf(s.ManifestList)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mfs, err := wh.ReadSnapshotManifests(ctx, &s)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	touched := map[Partition]bool{}
 	op := ""
 	if s.Summary != nil {
 		op = string(s.Summary.Operation)
@@ -160,7 +166,7 @@ func (c *Classifier) readSnapshot(ctx context.Context, meta table.Metadata, s ta
 		}
 		entries, err := wh.ReadManifestEntries(ctx, mf)
 		if err != nil {
-			return fmt.Errorf("snapshot %d: %w", s.SnapshotID, err)
+			return nil, fmt.Errorf("snapshot %d: %w", s.SnapshotID, err)
 		}
 		for _, e := range entries {
 			if e.SnapshotID() != s.SnapshotID || e.Status() == iceberg.EntryStatusEXISTING {
@@ -168,7 +174,11 @@ func (c *Classifier) readSnapshot(ctx context.Context, meta table.Metadata, s ta
 			}
 			f := fileOf(meta, e, s.SnapshotID)
 			deleteFile := f.Content != "data"
+			touched[f.Partition] = true
 			if e.Status() == iceberg.EntryStatusADDED {
+				if !deleteFile && op != string(table.OpReplace) {
+					ch.rowsAddedParts[f.Partition] = true
+				}
 				if _, ok := ch.removed[f.Path]; ok {
 					delete(ch.removed, f.Path)
 				} else if deleteFile {
@@ -197,7 +207,7 @@ func (c *Classifier) readSnapshot(ctx context.Context, meta table.Metadata, s ta
 			}
 		}
 	}
-	return nil
+	return touched, nil
 }
 
 func markRowDelete(ch *sideChanges, p Partition, op string) {
@@ -278,6 +288,8 @@ func snapshotReport(s table.Snapshot) Snapshot {
 		out.Operation = string(s.Summary.Operation)
 		maps.Copy(out.Summary, s.Summary.Properties)
 	}
+	out.Partitions = []Partition{}
+	out.FloeOperation = ParseOperation(out.Summary)
 	return out
 }
 

@@ -3,12 +3,15 @@
 // key level (a dry run of the version store's merge), classifies every
 // table that conflicts only because both sides changed it (package
 // classify), cherry-picks the source's snapshots onto the target's head
-// where the class and the table's rule allow it (package tablemerge),
+// where the class and the table's rule allow it, and rebases file
+// conflicts by replaying the overwrites and deletes the source recorded
+// with the floe.operation.* vocabulary (replay.go, OPERATIONS.md) (both
+// written by package tablemerge),
 // writes the new metadata files (package icebergtable), and hands the
 // store the new values as resolved content, so all tables land in one
 // merge commit with two parents, or none does.
 //
-// Refusals (structural changes, file conflicts, partition overlaps the
+// Refusals (structural changes, file conflicts not replayable, partition overlaps the
 // table's rule refuses, duplicate identifier keys) are returned as the
 // store's *versionstore.ConflictError inside a *RefusedError, with the
 // reason in each conflict's message, and nothing is written: the files

@@ -313,7 +313,8 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 	case classify.Structural:
 		return refuse(c.Reason + " (never merged automatically; merge the table with FORCE to take the source's version)")
 	case classify.FileConflict:
-		return refuse(fmt.Sprintf("%s; files: %s", c.Reason, strings.Join(c.ConflictingFiles, ", ")))
+		// Replayed below when the source recorded its operations
+		// (replay.go); refused otherwise.
 	case classify.PartitionOverlap:
 		if rule == OverlapRefuse {
 			return refuse(fmt.Sprintf("%s, and the table's rule (%s) is %s", c.Reason, PropPartitionOverlap, rule))
@@ -343,6 +344,25 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 		out.Merged, out.Reason = true, "already merged: every snapshot of the source is on the target"
 		return out, tgt, nil
 	}
+	picks, replaced, why := replayPlan(key, c, srcFile.Metadata, tgtFile.Metadata, picks)
+	if why != "" {
+		if c.Class == classify.FileConflict {
+			return refuse(fmt.Sprintf("%s; files: %s (not replayed: %s)", c.Reason, strings.Join(c.ConflictingFiles, ", "), why))
+		}
+		return refuse(why)
+	}
+	overlap := c.Class == classify.PartitionOverlap
+	common := c.CommonPartitions
+	if c.Class == classify.FileConflict {
+		// Partitions both sides touched outside the replaced ones are
+		// an overlap like any other, under the table's rule.
+		if common = outside(common, replaced); len(common) > 0 {
+			overlap = true
+			if rule == OverlapRefuse {
+				return refuse(fmt.Sprintf("both sides touched %s, and the table's rule (%s) is %s", common[0], PropPartitionOverlap, rule))
+			}
+		}
+	}
 	cp, err := tablemerge.CherryPick(ctx, wh, tablemerge.Request{
 		Head: tgtFile.Metadata, HeadLocation: tgtFile.Location, Picks: picks, SourceRef: req.FromRef,
 	})
@@ -350,7 +370,8 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 		w.add(wh, cp.Written...)
 	}
 	switch {
-	case errors.Is(err, tablemerge.ErrNotAdditive), errors.Is(err, tablemerge.ErrAlreadyPublished), errors.Is(err, tablemerge.ErrUnsupported):
+	case errors.Is(err, tablemerge.ErrNotAdditive), errors.Is(err, tablemerge.ErrAlreadyPublished), errors.Is(err, tablemerge.ErrUnsupported),
+		errors.Is(err, tablemerge.ErrNotReplayable):
 		return refuse(err.Error())
 	case err != nil:
 		return nil, nil, fmt.Errorf("cherry-pick: %w", err)
@@ -369,8 +390,8 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 		return nil, nil, err
 	}
 
-	if c.Class == classify.PartitionOverlap && rule == OverlapCheck {
-		dups, err := duplicateKeys(ctx, wh, key, f, c.CommonPartitions)
+	if overlap && rule == OverlapCheck {
+		dups, err := duplicateKeys(ctx, wh, key, f, common)
 		if err != nil {
 			return nil, nil, fmt.Errorf("duplicate-key check: %w", err)
 		}
@@ -381,6 +402,9 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 	}
 	out.Merged, out.Picked = true, cp.Snapshots
 	out.Reason = fmt.Sprintf("%s: cherry-picked %d snapshot(s) of the source onto the target's head", c.Class, len(cp.Snapshots))
+	if n := replayedCount(cp.Snapshots); n > 0 {
+		out.Reason = fmt.Sprintf("%s: rebased %d snapshot(s) of the source onto the target's head, %d by replaying its recorded operation", c.Class, len(cp.Snapshots), n)
+	}
 	return out, icebergtable.TableContent(tgt.ID, f), nil
 }
 

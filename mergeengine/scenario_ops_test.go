@@ -162,6 +162,9 @@ func (d *scenario) snapshots(t *testing.T, td *datadriven.TestData) string {
 					names = "names a snapshot of " + ref
 				}
 				fmt.Fprintf(&b, " %s=%s, %s", tablemerge.SummarySourceRef, ref, names)
+				if p[tablemerge.SummaryReplayed] == "true" {
+					b.WriteString(", replayed")
+				}
 			}
 			b.WriteString("\n")
 		}
@@ -178,10 +181,11 @@ func parseInt(s string) int64 {
 	return v
 }
 
-// files: how many metadata files and manifest lists the warehouse holds,
-// to show a refused merge leaves none behind.
-func (d *scenario) files(t *testing.T, _ *datadriven.TestData) string {
-	var meta, lists int
+// files [data]: how many metadata files and manifest lists the warehouse
+// holds, to show a refused merge leaves none behind; with data, also the
+// data files, to show a merge writes none.
+func (d *scenario) files(t *testing.T, td *datadriven.TestData) string {
+	var meta, lists, data int
 	err := filepath.WalkDir(d.srv.WarehouseDir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -191,11 +195,16 @@ func (d *scenario) files(t *testing.T, _ *datadriven.TestData) string {
 			meta++
 		case strings.HasPrefix(name, "snap-") && strings.HasSuffix(name, ".avro"):
 			lists++
+		case strings.HasSuffix(name, ".parquet"):
+			data++
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if td.HasArg("data") {
+		return fmt.Sprintf("metadata files %d, manifest lists %d, data files %d\n", meta, lists, data)
 	}
 	return fmt.Sprintf("metadata files %d, manifest lists %d\n", meta, lists)
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/floe-catalog/floe/classify"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/rest/nessie"
@@ -317,19 +318,47 @@ func (d *scenario) alter(t *testing.T, td *datadriven.TestData) {
 	}
 }
 
-// delete on=BRANCH table=T (day=D | id=N): a copy-on-write delete of a
-// whole day, or of one row (its file is rewritten).
+// record=pinned|unpinned|self on an overwrite or a delete of a day: the
+// operation record (floe.operation.*, OPERATIONS.md) the writer sets in
+// the snapshot summary, as a pipeline would: the day's partition, and the
+// inputs it read: none (pinned), not said (unpinned), or the table itself
+// at the snapshot it read (self).
+func (d *scenario) record(t *testing.T, td *datadriven.TestData, tbl *table.Table, kind string) iceberg.Properties {
+	how := optArg(td, "record", "")
+	if how == "" {
+		return nil
+	}
+	props := iceberg.Properties{
+		classify.OpKind:       kind,
+		classify.OpPartitions: "day=" + arg(t, td, "day"),
+	}
+	switch how {
+	case "pinned":
+		props[classify.OpSourceSnapshotIDs] = "none"
+	case "self":
+		props[classify.OpSourceSnapshotIDs] = fmt.Sprintf("%s@%d", arg(t, td, "table"), tbl.CurrentSnapshot().SnapshotID)
+	case "unpinned":
+	default:
+		td.Fatalf(t, "record=%s: pinned, unpinned or self", how)
+	}
+	return props
+}
+
+// delete on=BRANCH table=T (day=D [record=...] | id=N): a copy-on-write
+// delete of a whole day, or of one row (its file is rewritten).
 func (d *scenario) delete(t *testing.T, td *datadriven.TestData) {
 	tbl := d.load(t, td)
 	var filter iceberg.BooleanExpression
+	var props iceberg.Properties
 	if id := optArg(td, "id", ""); id != "" {
 		n, _ := strconv.ParseInt(id, 10, 64)
 		filter = iceberg.EqualTo(iceberg.Reference("id"), n)
 	} else {
 		filter = dayFilter(dayStart(t, td))
+		props = d.record(t, td, tbl, classify.OpKindDeletePartitions)
 	}
 	tx := tbl.NewTransaction()
-	if err := tx.Delete(t.Context(), filter, nil); err != nil {
+	if err := tx.Delete(t.Context(), filter, props); err != nil {
 		td.Fatalf(t, "delete: %v", err)
 	}
 	if _, err := tx.Commit(t.Context()); err != nil {
@@ -337,8 +366,8 @@ func (d *scenario) delete(t *testing.T, td *datadriven.TestData) {
 	}
 }
 
-// overwrite on=BRANCH table=T day=D rows=N: replaces day D's rows with N
-// new ones.
+// overwrite on=BRANCH table=T day=D rows=N [record=...]: replaces day
+// D's rows with N new ones.
 func (d *scenario) overwrite(t *testing.T, td *datadriven.TestData) {
 	tbl := d.load(t, td)
 	day := dayStart(t, td)
@@ -346,7 +375,8 @@ func (d *scenario) overwrite(t *testing.T, td *datadriven.TestData) {
 	at := d.rows(t, tbl, day, n, nil)
 	defer at.Release()
 	tx := tbl.NewTransaction()
-	if err := tx.OverwriteTable(t.Context(), at, 1024, nil, table.WithOverwriteFilter(dayFilter(day))); err != nil {
+	props := d.record(t, td, tbl, classify.OpKindOverwritePartitions)
+	if err := tx.OverwriteTable(t.Context(), at, 1024, props, table.WithOverwriteFilter(dayFilter(day))); err != nil {
 		td.Fatalf(t, "overwrite: %v", err)
 	}
 	if _, err := tx.Commit(t.Context()); err != nil {
@@ -355,8 +385,10 @@ func (d *scenario) overwrite(t *testing.T, td *datadriven.TestData) {
 }
 
 // compact on=BRANCH table=T day=D: rewrites day D's data files into one,
-// as a compaction job does (iceberg-go records it as an "overwrite"). The new file is
-// written by appending the day's rows to a scratch table first.
+// as a compaction job does: a rewrite (iceberg-go's RewriteFiles, like
+// Spark's rewrite_data_files) that Iceberg records as "replace". The new
+// file is written by appending the day's rows to a scratch table of the
+// same spec first.
 func (d *scenario) compact(t *testing.T, td *datadriven.TestData) {
 	ctx := t.Context()
 	tbl := d.load(t, td)
@@ -366,9 +398,9 @@ func (d *scenario) compact(t *testing.T, td *datadriven.TestData) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var old []string
+	var old []iceberg.DataFile
 	for _, task := range tasks {
-		old = append(old, task.File.FilePath())
+		old = append(old, task.File)
 	}
 	rows, err := scan.ToArrowTable(ctx)
 	if err != nil {
@@ -378,7 +410,8 @@ func (d *scenario) compact(t *testing.T, td *datadriven.TestData) {
 	d.scratch++
 	cat := d.catalog(t, optArg(td, "on", versionstore.DefaultBranch))
 	scratchID := catalog.ToIdentifier(append(catalog.NamespaceFromIdent(tbl.Identifier()), fmt.Sprintf("scratch%d", d.scratch))...)
-	scratch, err := cat.CreateTable(ctx, scratchID, tbl.Schema())
+	spec := tbl.Spec()
+	scratch, err := cat.CreateTable(ctx, scratchID, tbl.Schema(), catalog.WithPartitionSpec(&spec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +423,11 @@ func (d *scenario) compact(t *testing.T, td *datadriven.TestData) {
 		t.Fatalf("scratch files: %v %d", err, len(stasks))
 	}
 	tx := tbl.NewTransaction()
-	if err := tx.ReplaceDataFiles(ctx, old, []string{stasks[0].File.FilePath()}, nil); err != nil {
+	rw := tx.NewRewrite(nil)
+	for _, f := range old {
+		rw.DeleteFile(f)
+	}
+	if err := rw.AddDataFile(stasks[0].File).Commit(ctx); err != nil {
 		td.Fatalf(t, "compact: %v", err)
 	}
 	if _, err := tx.Commit(ctx); err != nil {

@@ -55,6 +55,10 @@ type Files interface {
 type Pick struct {
 	Snapshot table.Snapshot
 	Parent   *table.Snapshot
+	// Replay, when set, replays the snapshot's partition-level operation
+	// on the target's head instead of re-listing its manifests (see
+	// Replay): what a file conflict needs.
+	Replay *Replay
 }
 
 // Request is a cherry-pick of Picks, oldest first, onto Branch of Head.
@@ -102,7 +106,10 @@ type Result struct {
 // row id inheritance). A manifest whose entries pin either is refused
 // rather than rewritten, as is a pick that removes or rewrites anything
 // (ErrNotAdditive). Entries keep the snapshot id the writer recorded,
-// which names the source snapshot when a fresh id was needed.
+// which names the source snapshot when a fresh id was needed. A
+// merge-append's manifest, which also carries its parent's files as
+// EXISTING entries, is replaced by a new one of its ADDED entries; a pick
+// with Replay set is replayed instead (see Replay).
 //
 // The summary is the pick's, with totals recomputed against the new
 // parent and the source named (SummarySourceSnapshotID, ...).
@@ -150,36 +157,36 @@ func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) 
 		if s, _ := b.SnapshotByID(src.SnapshotID); s != nil && s.ManifestList == src.ManifestList {
 			return fail(fmt.Errorf("%w: snapshot %d", ErrAlreadyPublished, src.SnapshotID))
 		}
-		added, err := addedManifests(ctx, files, p)
-		if err != nil {
-			return fail(err)
-		}
 		seq++
 		id := src.SnapshotID
 		for s, _ := b.SnapshotByID(id); s != nil; s, _ = b.SnapshotByID(id) {
 			id = newID()
 		}
-		relisted := make([]iceberg.ManifestFile, 0, len(added))
-		for _, m := range added {
-			if onTarget[m.FilePath()] {
-				return fail(fmt.Errorf("%w: manifest %s of snapshot %d", ErrAlreadyPublished, m.FilePath(), src.SnapshotID))
-			}
-			if req.AppendOnly != nil && (m.ManifestContent() != iceberg.ManifestContentData || int(m.PartitionSpecID()) != *req.AppendOnly) {
-				return fail(fmt.Errorf("%w: manifest %s of snapshot %d is not data written with partition spec %d",
-					ErrNotAdditive, m.FilePath(), src.SnapshotID, *req.AppendOnly))
-			}
-			if head.PartitionSpecByID(int(m.PartitionSpecID())) == nil {
-				return fail(fmt.Errorf("%w: manifest %s of snapshot %d uses partition spec %d, unknown to the target",
-					ErrUnsupported, m.FilePath(), src.SnapshotID, m.PartitionSpecID()))
-			}
-			r := relist(m, id)
-			if err := checkInherits(ctx, files, m, seq, src.SnapshotID); err != nil {
-				return fail(err)
-			}
-			relisted = append(relisted, r)
-		}
 		if src.SchemaID != nil && !hasSchema(head, *src.SchemaID) {
 			return fail(fmt.Errorf("%w: snapshot %d uses schema %d, unknown to the target", ErrUnsupported, src.SnapshotID, *src.SchemaID))
+		}
+		var all, mine []iceberg.ManifestFile
+		var summary *table.Summary
+		if p.Replay != nil {
+			r, err := replayManifests(ctx, files, head, parentManifests, p, id, onTarget)
+			if r != nil {
+				res.Written = append(res.Written, r.written...)
+			}
+			if err != nil {
+				return fail(err)
+			}
+			all, mine = r.listed, r.mine
+			summary = pickedSummary(r.source, p.Parent, parent, req.SourceRef)
+			summary.Properties[SummaryReplayed] = "true"
+		} else {
+			relisted, written, err := pickManifests(ctx, files, head, p, id, onTarget, req.AppendOnly)
+			res.Written = append(res.Written, written...)
+			if err != nil {
+				return fail(err)
+			}
+			all = append(append(make([]iceberg.ManifestFile, 0, len(parentManifests)+len(relisted)), parentManifests...), relisted...)
+			mine = relisted
+			summary = pickedSummary(src, p.Parent, parent, req.SourceRef)
 		}
 
 		var parentID *int64
@@ -192,7 +199,6 @@ func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) 
 		if err != nil {
 			return fail(fmt.Errorf("cherry-pick snapshot %d: %w", src.SnapshotID, err))
 		}
-		all := append(append(make([]iceberg.ManifestFile, 0, len(parentManifests)+len(relisted)), parentManifests...), relisted...)
 		if err := w.AddManifests(all); err != nil {
 			return fail(fmt.Errorf("cherry-pick snapshot %d: list manifests: %w", src.SnapshotID, err))
 		}
@@ -210,7 +216,7 @@ func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) 
 			SequenceNumber:   seq,
 			TimestampMs:      max(now().UnixMilli(), src.TimestampMs),
 			ManifestList:     listLoc,
-			Summary:          pickedSummary(src, p.Parent, parent, req.SourceRef),
+			Summary:          summary,
 			SchemaID:         src.SchemaID,
 		}
 		if fv >= 3 {
@@ -236,7 +242,7 @@ func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) 
 		if parentManifests, err = iceberg.ReadManifestList(bytes.NewReader(buf.Bytes())); err != nil {
 			return fail(fmt.Errorf("cherry-pick snapshot %d: read back manifest list: %w", src.SnapshotID, err))
 		}
-		for _, m := range relisted {
+		for _, m := range mine {
 			onTarget[m.FilePath()] = true
 		}
 		parent = &res.Snapshots[len(res.Snapshots)-1]
@@ -244,50 +250,125 @@ func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) 
 	return res, nil
 }
 
-// addedManifests returns the manifests the pick added to its parent's
-// list, after checking that it only added: every manifest of the parent
-// is still listed, and each new one was written by the pick itself and
-// has only ADDED entries.
-func addedManifests(ctx context.Context, files Files, p Pick) ([]iceberg.ManifestFile, error) {
+// pickManifests returns the manifests that list what the pick added, for
+// a list on the target, after checking that it only added files: every
+// manifest of its parent is still listed or, merged away (a merge-append:
+// Iceberg Java's default for appends), has every live file carried into
+// one of the pick's own manifests as an EXISTING entry; each new manifest
+// was written by the pick itself and has no DELETED entry. A manifest of
+// only ADDED entries is re-listed unchanged (relist); one that also
+// carries EXISTING entries is replaced by a new manifest of its ADDED
+// entries, so the target's own manifests stay the only source of the
+// files it has, and none is listed twice. written are the new manifests.
+func pickManifests(ctx context.Context, files Files, head table.Metadata, p Pick, id int64, onTarget map[string]bool, appendOnly *int) (relisted []iceberg.ManifestFile, written []string, err error) {
 	src := p.Snapshot
 	mine, err := readManifestList(ctx, files, src)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	listed := map[string]bool{}
+	for _, m := range mine {
+		listed[m.FilePath()] = true
 	}
 	kept := map[string]bool{}
+	var dropped []iceberg.ManifestFile
 	if p.Parent != nil {
 		before, err := readManifestList(ctx, files, *p.Parent)
 		if err != nil {
-			return nil, err
-		}
-		listed := map[string]bool{}
-		for _, m := range mine {
-			listed[m.FilePath()] = true
+			return nil, nil, err
 		}
 		for _, m := range before {
-			if !listed[m.FilePath()] {
-				return nil, fmt.Errorf("%w: snapshot %d no longer lists manifest %s of its parent %d",
-					ErrNotAdditive, src.SnapshotID, m.FilePath(), p.Parent.SnapshotID)
+			if listed[m.FilePath()] {
+				kept[m.FilePath()] = true
+			} else {
+				dropped = append(dropped, m)
 			}
-			kept[m.FilePath()] = true
 		}
 	}
-	var added []iceberg.ManifestFile
+	carried := map[string]bool{} // files the pick's manifests list as EXISTING
+	type own struct {
+		m     iceberg.ManifestFile
+		added []iceberg.ManifestEntry
+		whole bool // only ADDED entries: re-listed as it is
+	}
+	var owns []own
 	for _, m := range mine {
 		if kept[m.FilePath()] {
 			continue
 		}
 		if m.SnapshotID() != src.SnapshotID {
-			return nil, fmt.Errorf("%w: snapshot %d lists manifest %s added by snapshot %d, not in its parent",
+			return nil, nil, fmt.Errorf("%w: snapshot %d lists manifest %s added by snapshot %d, not in its parent",
 				ErrNotAdditive, src.SnapshotID, m.FilePath(), m.SnapshotID())
 		}
-		if m.ExistingDataFiles() != 0 || m.DeletedDataFiles() != 0 {
-			return nil, fmt.Errorf("%w: snapshot %d wrote manifest %s with %d existing and %d deleted entries",
-				ErrNotAdditive, src.SnapshotID, m.FilePath(), m.ExistingDataFiles(), m.DeletedDataFiles())
+		if m.DeletedDataFiles() != 0 {
+			return nil, nil, fmt.Errorf("%w: snapshot %d wrote manifest %s with %d deleted entries",
+				ErrNotAdditive, src.SnapshotID, m.FilePath(), m.DeletedDataFiles())
 		}
-		added = append(added, m)
+		if onTarget[m.FilePath()] {
+			return nil, nil, fmt.Errorf("%w: manifest %s of snapshot %d", ErrAlreadyPublished, m.FilePath(), src.SnapshotID)
+		}
+		if appendOnly != nil && (m.ManifestContent() != iceberg.ManifestContentData || int(m.PartitionSpecID()) != *appendOnly) {
+			return nil, nil, fmt.Errorf("%w: manifest %s of snapshot %d is not data written with partition spec %d",
+				ErrNotAdditive, m.FilePath(), src.SnapshotID, *appendOnly)
+		}
+		if head.PartitionSpecByID(int(m.PartitionSpecID())) == nil {
+			return nil, nil, fmt.Errorf("%w: manifest %s of snapshot %d uses partition spec %d, unknown to the target",
+				ErrUnsupported, m.FilePath(), src.SnapshotID, m.PartitionSpecID())
+		}
+		entries, err := readRawEntries(ctx, files, m)
+		if err != nil {
+			return nil, nil, fmt.Errorf("snapshot %d: %w", src.SnapshotID, err)
+		}
+		o := own{m: m, whole: true}
+		for _, e := range entries {
+			path := e.DataFile().FilePath()
+			switch e.Status() {
+			case iceberg.EntryStatusADDED:
+				if why := inherits(m, e); why != "" {
+					return nil, nil, fmt.Errorf("%w: manifest %s of snapshot %d pins the %s of %s", ErrUnsupported, m.FilePath(), src.SnapshotID, why, path)
+				}
+				o.added = append(o.added, e)
+			case iceberg.EntryStatusEXISTING:
+				carried[path] = true
+				o.whole = false
+			default:
+				return nil, nil, fmt.Errorf("%w: manifest %s of snapshot %d has a %v entry for %s", ErrNotAdditive, m.FilePath(), src.SnapshotID, e.Status(), path)
+			}
+		}
+		owns = append(owns, o)
 	}
-	return added, nil
+	// A parent manifest the pick no longer lists must have been merged
+	// into the pick's: each of its live files carried as EXISTING.
+	for _, m := range dropped {
+		entries, err := readEntries(ctx, files, m, true)
+		if err != nil {
+			return nil, nil, fmt.Errorf("snapshot %d: %w", src.SnapshotID, err)
+		}
+		for _, e := range entries {
+			if !carried[e.DataFile().FilePath()] {
+				return nil, nil, fmt.Errorf("%w: snapshot %d no longer lists manifest %s of its parent %d, and does not carry its file %s",
+					ErrNotAdditive, src.SnapshotID, m.FilePath(), p.Parent.SnapshotID, e.DataFile().FilePath())
+			}
+		}
+	}
+	for _, o := range owns {
+		switch {
+		case o.whole:
+			relisted = append(relisted, relist(o.m, id))
+		case len(o.added) > 0:
+			ops := make([]entryOp, len(o.added))
+			for i, e := range o.added {
+				ops[i] = entryOp{iceberg.EntryStatusADDED, e}
+			}
+			mf, loc, err := writeManifest(ctx, files, head, o.m.PartitionSpecID(), o.m.ManifestContent(), id, ops)
+			if err != nil {
+				return relisted, written, fmt.Errorf("snapshot %d: added entries of %s: %w", src.SnapshotID, o.m.FilePath(), err)
+			}
+			written = append(written, loc)
+			relisted = append(relisted, mf)
+		}
+	}
+	return relisted, written, nil
 }
 
 // relist is m as a manifest added by snapshot id whose sequence number
@@ -305,37 +386,6 @@ func relist(m iceberg.ManifestFile, id int64) iceberg.ManifestFile {
 		Partitions(m.Partitions()).
 		KeyMetadata(m.KeyMetadata()).
 		Build()
-}
-
-// checkInherits reads m's entries as they would be read once m is listed
-// with sequence number seq and no first row id, and refuses the pick
-// unless every entry is ADDED and takes both from the list: an entry that
-// pinned its own data sequence number would keep the source's, older than
-// the target's deletes, and one that pinned a row id could collide with
-// the target's.
-func checkInherits(ctx context.Context, files Files, m iceberg.ManifestFile, seq, srcID int64) error {
-	data, err := files.ReadFile(ctx, m.FilePath())
-	if err != nil {
-		return fmt.Errorf("read manifest %s of snapshot %d: %w", m.FilePath(), srcID, err)
-	}
-	probe := iceberg.NewManifestFile(m.Version(), m.FilePath(), m.Length(), m.PartitionSpecID(), srcID).
-		Content(m.ManifestContent()).SequenceNum(seq, seq).Build()
-	entries, err := iceberg.ReadManifest(probe, bytes.NewReader(data), false)
-	if err != nil {
-		return fmt.Errorf("read manifest %s of snapshot %d: %w", m.FilePath(), srcID, err)
-	}
-	for _, e := range entries {
-		path := e.DataFile().FilePath()
-		switch {
-		case e.Status() != iceberg.EntryStatusADDED:
-			return fmt.Errorf("%w: manifest %s of snapshot %d has a %v entry for %s", ErrNotAdditive, m.FilePath(), srcID, e.Status(), path)
-		case e.SequenceNum() != seq || (e.FileSequenceNum() != nil && *e.FileSequenceNum() != seq):
-			return fmt.Errorf("%w: manifest %s of snapshot %d pins the sequence number of %s", ErrUnsupported, m.FilePath(), srcID, path)
-		case m.ManifestContent() == iceberg.ManifestContentData && e.DataFile().FirstRowID() != nil:
-			return fmt.Errorf("%w: manifest %s of snapshot %d pins the first row id of %s", ErrUnsupported, m.FilePath(), srcID, path)
-		}
-	}
-	return nil
 }
 
 func readManifestList(ctx context.Context, files Files, s table.Snapshot) ([]iceberg.ManifestFile, error) {

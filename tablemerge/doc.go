@@ -7,8 +7,13 @@
 //
 // A cherry-pick re-lists the source snapshot's own manifests after the
 // target head's: data and delete files are never copied or rewritten, and
-// manifest files are reused as they are. It only writes manifest lists
-// through the Files it is given; the caller writes the metadata file (with
+// manifest files are reused as they are, except a merge-append's (Iceberg
+// Java's default), which also carries earlier files as EXISTING entries:
+// the pick gets a new manifest of its ADDED entries. A pick may instead be
+// the replay of a partition overwrite or delete (Pick.Replay): the head's
+// manifests holding the files it replaces are rewritten with those
+// entries DELETED. It writes manifests and manifest lists only, through
+// the Files it is given; the caller writes the metadata file (with
 // icebergtable) and commits it.
 //
 // The package may import iceberg-go and icebergtable. It must not import

@@ -31,14 +31,22 @@ func TestZeroRetryAppends(t *testing.T) {
 		t.Fatalf("iceberg-go retries commits %d times by default; this test needs a client that does not", table.CommitNumRetriesDefault)
 	}
 	for _, fv := range []string{"2", "3"} {
-		t.Run("v"+fv, func(t *testing.T) { testZeroRetryAppends(t, fv, true) })
+		t.Run("v"+fv, func(t *testing.T) { testZeroRetryAppends(t, fv, true, nil) })
 	}
 	// On a table without a snapshot every writer asserts that main does
 	// not exist yet.
-	t.Run("v2/empty", func(t *testing.T) { testZeroRetryAppends(t, "2", false) })
+	t.Run("v2/empty", func(t *testing.T) { testZeroRetryAppends(t, "2", false, nil) })
+	// Writers that merge manifests on append (Iceberg Java's default):
+	// each commit's manifest carries the seed's file as an EXISTING entry
+	// and its list drops the seed's manifest.
+	t.Run("v2/merge-append", func(t *testing.T) {
+		testZeroRetryAppends(t, "2", true, iceberg.Properties{
+			table.ManifestMergeEnabledKey: "true", table.ManifestMinMergeCountKey: "2",
+		})
+	})
 }
 
-func testZeroRetryAppends(t *testing.T, formatVersion string, seeded bool) {
+func testZeroRetryAppends(t *testing.T, formatVersion string, seeded bool, props iceberg.Properties) {
 	f := startFloe(t)
 	ctx := t.Context()
 	setup := f.catalog(t, "lake")
@@ -46,7 +54,11 @@ func testZeroRetryAppends(t *testing.T, formatVersion string, seeded bool) {
 		t.Fatal(err)
 	}
 	ident := catalog.ToIdentifier("ns", "hot")
-	created := createTable(t, setup, ident, catalog.WithProperties(iceberg.Properties{table.PropertyFormatVersion: formatVersion}))
+	tableProps := iceberg.Properties{table.PropertyFormatVersion: formatVersion}
+	for k, v := range props {
+		tableProps[k] = v
+	}
+	created := createTable(t, setup, ident, catalog.WithProperties(tableProps))
 	first := 1 // the first row's id
 	if seeded {
 		appendRows(t, created, []row{{0, "eu", 0}})

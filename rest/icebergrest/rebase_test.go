@@ -1,12 +1,18 @@
 package icebergrest_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apache/iceberg-go"
 )
 
 // Zero-retry appends at the HTTP level; conformance/icebergo drives them
@@ -198,5 +204,130 @@ func TestStaleAppendKeepingMainRetentionIsRebased(t *testing.T) {
 				t.Fatalf("main at %d after a %d answer (the stale append was %d)", main.SnapshotID, r.status, idB)
 			}
 		})
+	}
+}
+
+// writeMergeAppendFiles writes what Iceberg Java's merge-append (the
+// default for Spark appends, commit.manifest-merge.enabled) writes before
+// it commits snapshot id on st: one manifest holding the new data file as
+// ADDED and every file of the parent's manifests as EXISTING, and a
+// manifest list of that manifest alone.
+func writeMergeAppendFiles(t *testing.T, st *tableState, id int64) string {
+	t.Helper()
+	dir, err := localPath(st.Metadata.Location + "/metadata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w, err := iceberg.NewManifestWriter(2, &buf, benchSpec, benchSchema, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	df, err := iceberg.NewDataFileBuilder(benchSpec, iceberg.EntryContentData,
+		fmt.Sprintf("%s/data/merged-%d.parquet", st.Metadata.Location, id), iceberg.ParquetFile, nil, nil, nil, 1000, 65536)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &id, nil, nil, df.Build())); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range liveEntries(t, st) {
+		if err := w.Existing(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	name := fmt.Sprintf("merged-%d-m0.avro", id)
+	mf, err := w.ToManifestFile(st.Metadata.Location+"/metadata/"+name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf = iceberg.NewManifestFile(2, mf.FilePath(), int64(buf.Len()), 0, id).
+		AddedFiles(mf.AddedDataFiles()).ExistingFiles(mf.ExistingDataFiles()).
+		AddedRows(mf.AddedRows()).ExistingRows(mf.ExistingRows()).SequenceNum(-1, -1).Build()
+	if err := os.WriteFile(filepath.Join(dir, name), buf.Bytes(), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	seq := st.Metadata.LastSequenceNumber + 1
+	buf.Reset()
+	if err := iceberg.WriteManifestList(2, &buf, id, st.Metadata.CurrentSnapshotID, &seq, 0, []iceberg.ManifestFile{mf}); err != nil {
+		t.Fatal(err)
+	}
+	list := fmt.Sprintf("snap-%d-%d-merged.avro", id, seq)
+	if err := os.WriteFile(filepath.Join(dir, list), buf.Bytes(), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	return st.Metadata.Location + "/metadata/" + list
+}
+
+// liveEntries reads the entries of st's current snapshot that are live.
+func liveEntries(t *testing.T, st *tableState) []iceberg.ManifestEntry {
+	t.Helper()
+	var list string
+	for _, s := range st.Metadata.Snapshots {
+		if st.Metadata.CurrentSnapshotID != nil && s.ID == *st.Metadata.CurrentSnapshotID {
+			list = s.ManifestList
+		}
+	}
+	read := func(loc string) []byte {
+		p, err := localPath(loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	manifests, err := iceberg.ReadManifestList(bytes.NewReader(read(list)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []iceberg.ManifestEntry
+	for _, m := range manifests {
+		entries, err := iceberg.ReadManifest(m, bytes.NewReader(read(m.FilePath())), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, entries...)
+	}
+	return out
+}
+
+// TestRebasedMergeAppend: a stale merge-append, whose manifest carries its
+// parent's files as EXISTING entries and whose list drops the parent's
+// manifests, is rebased too: the table then lists every data file once,
+// the concurrent append's included.
+func TestRebasedMergeAppend(t *testing.T) {
+	e := newEnv(t)
+	e.createNamespace("lake", "ns")
+	e.createTable("lake", "ns", "t")
+	_, first := e.stagedAppend(e.tableState())
+	e.ok(http.MethodPost, hotPath, string(first), http.StatusOK, nil)
+	st1 := e.tableState()
+	_, a := e.stagedAppend(st1)
+	idB := newSnapshotID()
+	b := appendCommitWithList(st1, idB, writeMergeAppendFiles(t, st1, idB), time.Now())
+	e.ok(http.MethodPost, hotPath, string(a), http.StatusOK, nil)
+
+	r := e.do(http.MethodPost, hotPath, string(b))
+	if r.status != http.StatusOK {
+		t.Fatalf("stale merge-append: %d %s", r.status, r.body)
+	}
+	st := e.tableState()
+	if *st.Metadata.CurrentSnapshotID != idB || len(st.Metadata.Snapshots) != 3 {
+		t.Fatalf("main %d (want %d), %d snapshots", *st.Metadata.CurrentSnapshotID, idB, len(st.Metadata.Snapshots))
+	}
+	seen := map[string]int{}
+	for _, en := range liveEntries(t, st) {
+		seen[en.DataFile().FilePath()]++
+	}
+	if len(seen) != 3 {
+		t.Fatalf("live data files %v, want the three appends' files", seen)
+	}
+	for p, n := range seen {
+		if n != 1 {
+			t.Fatalf("data file %s listed %d times", p, n)
+		}
 	}
 }
