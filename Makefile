@@ -21,7 +21,7 @@ BENCH        ?= .
 BENCHTIME    ?= 1s
 FUZZTIME     ?= 20s
 
-.PHONY: build run test bench lint fuzz clean
+.PHONY: build run test bench bench-peers lint fuzz clean
 
 ## build: compile the floe binary into bin/floe
 build:
@@ -47,7 +47,8 @@ test: build
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/rck/run.sh
 
 ## bench: run floe and Nessie side by side (testkit/peerbench, needs Java
-## 21+ for Nessie), then the benchmarks of every other package; tabulate
+## 21+ for Nessie), then the benchmarks of every other package; tabulate;
+## then bench-peers when Java is present
 bench: build
 	@bash testkit/peerbench/run.sh $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -timeout $(TEST_TIMEOUT) ./testkit/peerbench/ | tee bin/bench-peer.txt \
 		|| echo "peer benchmark failed (see above); going on with the other benchmarks"
@@ -57,6 +58,16 @@ bench: build
 	echo; \
 	grep -h '^peer: \(machine\|floe\|nessie\):' bin/bench-peer.txt || true; \
 	$(GO) run ./testkit/benchtable bin/bench-peer.txt bin/bench.txt
+	@if command -v java >/dev/null || compgen -G '/usr/lib/jvm/*/bin/java' >/dev/null; then \
+		$(MAKE) --no-print-directory bench-peers || echo "Iceberg REST peer benchmark failed (see above)"; \
+	else echo "no Java: bench-peers skipped"; fi
+
+## bench-peers: floe, Apache Iceberg's reference REST server and Nessie side
+## by side on the Iceberg REST API (testkit/icebergpeers; Java 21+, Maven,
+## Python 3); ICEBERGPEERS_STEP=2s ICEBERGPEERS_RUNS=1 for a quick look
+bench-peers: build
+	@mkdir -p bin
+	@bash testkit/icebergpeers/run.sh | tee bin/bench-icebergpeers.txt
 
 ## lint: gofmt must have nothing to change, and go vet must pass
 lint:

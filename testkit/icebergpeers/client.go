@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Client speaks the Iceberg REST catalog API to one server with raw
+// net/http and JSON, so every server gets the same bytes. It is safe for
+// concurrent use; its pool keeps up to conns connections alive.
+type Client struct {
+	base string // server URL up to and including the /v1/{prefix} root
+	hc   *http.Client
+}
+
+// NewClient asks the server at baseURL (the URL an Iceberg client is given
+// as `uri`, e.g. http://127.0.0.1:19120/iceberg) for its configuration of
+// warehouse and returns a client of the prefix it answers.
+func NewClient(ctx context.Context, baseURL, warehouse string, conns int) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("invalid server URL %q: want http(s)://host:port[/path]", baseURL)
+	}
+	conns = max(conns, 1)
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		MaxConnsPerHost:     conns,
+		IdleConnTimeout:     90 * time.Second,
+		// Without it Go asks for gzip, which one server may honour and
+		// another not; all then send plain JSON.
+		DisableCompression: true,
+	}
+	c := &Client{base: strings.TrimRight(u.String(), "/") + "/v1", hc: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
+	var cfg struct {
+		Defaults  map[string]string `json:"defaults"`
+		Overrides map[string]string `json:"overrides"`
+	}
+	q := ""
+	if warehouse != "" {
+		q = "?warehouse=" + url.QueryEscape(warehouse)
+	}
+	if err := c.do(ctx, http.MethodGet, "/config"+q, nil, &cfg); err != nil {
+		return nil, err
+	}
+	// As Iceberg's Java client: overrides win over defaults; no prefix
+	// means paths straight under /v1. The prefix is a path segment as the
+	// server wrote it (Nessie's "main%7Cwarehouse" is already encoded), so
+	// it is used as it is.
+	prefix := cfg.Defaults["prefix"]
+	if p, ok := cfg.Overrides["prefix"]; ok {
+		prefix = p
+	}
+	if prefix != "" {
+		c.base += "/" + prefix
+	}
+	return c, nil
+}
+
+// Close drops the pool's idle connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+// StatusError is a non-2xx answer, with its body.
+type StatusError struct {
+	Method, URL string
+	Status      int
+	Body        string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s %s: HTTP %d: %s", e.Method, e.URL, e.Status, e.Body)
+}
+
+// IsConflict says whether err is a 409 answer (CommitFailedException).
+func IsConflict(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Status == http.StatusConflict
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	u := c.base + path
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("%s %s: encoding the request: %w", method, u, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, u, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%s %s: reading the answer: %w", method, u, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		msg := strings.TrimSpace(string(data))
+		if len(msg) > 1000 {
+			msg = msg[:1000] + "..."
+		}
+		return &StatusError{Method: method, URL: u, Status: resp.StatusCode, Body: msg}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%s %s: malformed answer %.200q: %w", method, u, data, err)
+	}
+	return nil
+}
+
+// Snapshot is the part of a table snapshot the workloads read and write.
+type Snapshot struct {
+	ID             int64             `json:"snapshot-id"`
+	ParentID       *int64            `json:"parent-snapshot-id,omitempty"`
+	SequenceNumber int64             `json:"sequence-number"`
+	TimestampMs    int64             `json:"timestamp-ms"`
+	ManifestList   string            `json:"manifest-list"`
+	Summary        map[string]string `json:"summary"`
+	SchemaID       int               `json:"schema-id"`
+}
+
+// Metadata is the part of a table's metadata the workloads need.
+type Metadata struct {
+	UUID               string     `json:"table-uuid"`
+	Location           string     `json:"location"`
+	LastSequenceNumber int64      `json:"last-sequence-number"`
+	CurrentSnapshotID  *int64     `json:"current-snapshot-id"`
+	Snapshots          []Snapshot `json:"snapshots"`
+	Refs               map[string]struct {
+		SnapshotID int64 `json:"snapshot-id"`
+	} `json:"refs"`
+}
+
+// Main is the snapshot main points at, nil for a table without one.
+func (m Metadata) Main() *int64 {
+	if r, ok := m.Refs["main"]; ok {
+		id := r.SnapshotID
+		return &id
+	}
+	if m.CurrentSnapshotID != nil && *m.CurrentSnapshotID >= 0 {
+		id := *m.CurrentSnapshotID
+		return &id
+	}
+	return nil
+}
+
+type loadResult struct {
+	MetadataLocation string   `json:"metadata-location"`
+	Metadata         Metadata `json:"metadata"`
+}
+
+// CreateNamespace creates namespace ns.
+func (c *Client) CreateNamespace(ctx context.Context, ns string) error {
+	return c.do(ctx, http.MethodPost, "/namespaces", map[string]any{"namespace": []string{ns}}, nil)
+}
+
+// CreateTable creates table ns.name with one long column, format v2, at
+// the server's default location.
+func (c *Client) CreateTable(ctx context.Context, ns, name string) (Metadata, error) {
+	body := map[string]any{
+		"name": name,
+		"schema": map[string]any{"type": "struct", "schema-id": 0, "fields": []any{
+			map[string]any{"id": 1, "name": "id", "required": false, "type": "long"},
+		}},
+		"properties":   map[string]string{"format-version": "2"},
+		"stage-create": false, // Nessie refuses a request without it; Java clients send it
+	}
+	var r loadResult
+	err := c.do(ctx, http.MethodPost, "/namespaces/"+url.PathEscape(ns)+"/tables", body, &r)
+	return r.Metadata, err
+}
+
+// LoadTable reads table ns.name (every snapshot the server keeps).
+func (c *Client) LoadTable(ctx context.Context, ns, name string) (Metadata, error) {
+	var r loadResult
+	err := c.do(ctx, http.MethodGet, tablePath(ns, name), nil, &r)
+	return r.Metadata, err
+}
+
+// Commit sends one table commit and returns the metadata it produced.
+func (c *Client) Commit(ctx context.Context, ns, name string, requirements, updates []any) (Metadata, error) {
+	body := map[string]any{
+		"identifier":   map[string]any{"namespace": []string{ns}, "name": name},
+		"requirements": requirements,
+		"updates":      updates,
+	}
+	var r loadResult
+	err := c.do(ctx, http.MethodPost, tablePath(ns, name), body, &r)
+	return r.Metadata, err
+}
+
+func tablePath(ns, name string) string {
+	return "/namespaces/" + url.PathEscape(ns) + "/tables/" + url.PathEscape(name)
+}
+
+// SetProperties is a commit that sets properties on the table of uuid.
+func SetProperties(uuid string, props map[string]string) (requirements, updates []any) {
+	return []any{map[string]any{"type": "assert-table-uuid", "uuid": uuid}},
+		[]any{map[string]any{"action": "set-properties", "updates": props}}
+}
+
+// AppendSnapshots is a commit that adds snaps (each the parent of the
+// next) and moves main to the last, asserting main is still at parent
+// (nil: main does not exist yet).
+func AppendSnapshots(parent *int64, snaps ...Snapshot) (requirements, updates []any) {
+	assert := map[string]any{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": nil}
+	if parent != nil {
+		assert["snapshot-id"] = *parent
+	}
+	for _, s := range snaps {
+		updates = append(updates, map[string]any{"action": "add-snapshot", "snapshot": s})
+	}
+	updates = append(updates, map[string]any{
+		"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snaps[len(snaps)-1].ID,
+	})
+	return []any{assert}, updates
+}
