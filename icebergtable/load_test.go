@@ -8,12 +8,14 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestLoadConfirmsCachedFileOnS3: a load answered from the cache first
 // asks the object store whether the file is still there, with a HEAD
-// request (no GET of the whole file), and a file the store no longer has
-// is missing (fs.ErrNotExist), not served from memory.
+// request (no GET of the whole file), at most once per recheck interval,
+// and a file the store no longer has is missing (fs.ErrNotExist), not
+// served from memory.
 func TestLoadConfirmsCachedFileOnS3(t *testing.T) {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
@@ -39,10 +41,16 @@ func TestLoadConfirmsCachedFileOnS3(t *testing.T) {
 	}))
 	defer srv.Close()
 	opts := S3Options{Endpoint: srv.URL, Region: "us-east-1", PathStyle: true, AccessKeyID: "k", SecretAccessKey: "s"}
-	wh, err := OpenWarehouse(Config{Name: "lake", Location: "s3://bucket/wh", IOProperties: opts.IOProperties(), Cache: NewMetadataCache(1 << 20)})
-	if err != nil {
-		t.Fatal(err)
+	cache := NewMetadataCache(1 << 20)
+	open := func(recheck time.Duration) *Warehouse {
+		wh, err := OpenWarehouse(Config{Name: "lake", Location: "s3://bucket/wh", IOProperties: opts.IOProperties(),
+			Cache: cache, ObjectStoreRecheck: recheck})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wh
 	}
+	wh := open(time.Hour)
 	loc := "s3://bucket/wh/ns/t/metadata/00001-x.metadata.json"
 	cached := file(loc, 10)
 	wh.cache.add(cached)
@@ -52,13 +60,17 @@ func TestLoadConfirmsCachedFileOnS3(t *testing.T) {
 	if err != nil || got != cached {
 		t.Fatalf("load of a cached file that exists: %v, %p (want the cached %p)", err, got, cached)
 	}
+	if got, err := wh.LoadTableMetadata(ctx, loc); err != nil || got != cached {
+		t.Fatalf("second load: %v", err)
+	}
 	mu.Lock()
 	if len(methods) != 1 || methods[0] != http.MethodHead {
-		t.Errorf("requests %v, want one HEAD", methods)
+		t.Errorf("requests %v, want one HEAD for two loads within the recheck interval", methods)
 	}
 	present, methods = false, nil
 	mu.Unlock()
 
+	wh = open(-1) // check on every load
 	if _, err := wh.LoadTableMetadata(ctx, loc); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("load of a cached file the store lost: %v, want fs.ErrNotExist", err)
 	}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
@@ -48,6 +50,10 @@ type MetadataFile struct {
 	servedOnce sync.Once
 	servedJSON json.RawMessage
 	servedErr  error
+
+	// confirmed is when a load last found the file in storage (Unix
+	// nanoseconds; 0: never), see LoadTableMetadata.
+	confirmed atomic.Int64
 }
 
 // ReadTableMetadata reads and parses the table metadata file at loc, from
@@ -69,21 +75,32 @@ func (w *Warehouse) ReadTableMetadata(ctx context.Context, loc string) (*Metadat
 }
 
 // LoadTableMetadata is ReadTableMetadata for a client's load of a table:
-// a file the cache holds is first confirmed to still exist in storage (a
-// stat; a HEAD request on an object store), so that a metadata file
-// deleted behind the catalog's back answers as missing (fs.ErrNotExist)
-// instead of from memory. Engines read the files the metadata names next;
-// answering from a cache what storage lost only moves the failure there.
+// a file the cache holds is first confirmed to still exist in storage, so
+// that a metadata file deleted behind the catalog's back answers as
+// missing (fs.ErrNotExist) instead of from memory. Engines read the files
+// the metadata names next; answering from a cache what storage lost only
+// moves the failure there. A local file is confirmed by a stat on every
+// load; an object store's by a HEAD request at most once per
+// Config.ObjectStoreRecheck, since a request per load would cost more than
+// the cache saves.
 func (w *Warehouse) LoadTableMetadata(ctx context.Context, loc string) (*MetadataFile, error) {
 	f := w.cache.get(loc)
 	if f == nil {
 		return w.ReadTableMetadata(ctx, loc)
 	}
+	objectStore := !strings.HasPrefix(loc, "file:")
+	if last := f.confirmed.Load(); objectStore && last != 0 && time.Since(time.Unix(0, last)) < w.recheck {
+		return f, nil
+	}
 	if err := w.statFile(ctx, loc); err != nil {
 		return nil, fmt.Errorf("read metadata file %s: %w", loc, describeStorageError(err))
 	}
+	f.confirmed.Store(time.Now().UnixNano())
 	return f, nil
 }
+
+// DefaultObjectStoreRecheck is Config.ObjectStoreRecheck's default.
+const DefaultObjectStoreRecheck = time.Second
 
 // InvalidMetadataError says a metadata file is not valid Iceberg metadata.
 // Its message names the file and never echoes its content (a parser's

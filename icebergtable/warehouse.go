@@ -7,6 +7,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Warehouse is the root of table data (a local directory or an S3 prefix)
@@ -23,6 +24,8 @@ type Warehouse struct {
 	bucket objectStore
 	// cache keeps parsed table metadata files; nil caches nothing.
 	cache *MetadataCache
+	// recheck is Config.ObjectStoreRecheck, defaulted.
+	recheck time.Duration
 	// maxRead bounds the size of one metadata file read (Config.MaxMetadataFileBytes).
 	maxRead int64
 	// allowed are the extra location prefixes (Config.AllowedLocations),
@@ -64,6 +67,11 @@ type Config struct {
 	// their scheme (IOProperties when it is the warehouse's object store
 	// scheme).
 	AllowedLocations []string
+	// ObjectStoreRecheck is how long a load trusts that a cached metadata
+	// file on an object store still exists after a check found it (see
+	// LoadTableMetadata); 0 means DefaultObjectStoreRecheck, negative
+	// checks on every load.
+	ObjectStoreRecheck time.Duration
 }
 
 // OpenWarehouse checks cfg and returns its warehouse. Nothing is read or
@@ -84,7 +92,10 @@ func OpenWarehouse(cfg Config) (*Warehouse, error) {
 	if maxRead == 0 {
 		maxRead = DefaultMaxMetadataFileBytes
 	}
-	w := &Warehouse{name: cfg.Name, root: u, ioProps: cfg.IOProperties, cache: cfg.Cache, maxRead: maxRead}
+	w := &Warehouse{name: cfg.Name, root: u, ioProps: cfg.IOProperties, cache: cfg.Cache, maxRead: maxRead, recheck: cfg.ObjectStoreRecheck}
+	if w.recheck == 0 {
+		w.recheck = DefaultObjectStoreRecheck
+	}
 	for _, loc := range cfg.AllowedLocations {
 		a, err := normalizeAllowedLocation(loc)
 		if err != nil {
