@@ -1,9 +1,11 @@
 package mergeengine_test
 
-// TestMergeProperty runs random sequences of appends and deletes on two
-// catalog branches (main and dev) of real partitioned tables, merges dev
-// into main through the Nessie API after each round, and compares what
-// floe did with a model of the rows and files each side holds:
+// TestMergeProperty runs random sequences of appends, deletes, overwrites
+// and compactions on two catalog branches (main and dev) of real
+// partitioned tables, merges dev into main through the Nessie API after
+// each round (and, after a refusal, sometimes again with FORCE for the
+// refused tables), and compares what floe did with a model of the
+// snapshots and files each side holds:
 //
 //   - a merge that succeeds leaves on main exactly the rows of the base
 //     with both sides' row changes applied (a full iceberg-go scan), and
@@ -11,16 +13,18 @@ package mergeengine_test
 //   - a merge that is refused writes nothing (main's head, its rows and
 //     the warehouse's metadata files and manifest lists are unchanged),
 //     and names exactly the tables the model refuses, each with the
-//     class the model predicts (file-conflict, partition-overlap under
-//     refuse, or a source snapshot the cherry-pick cannot replay).
+//     class and reason the model predicts (file-conflict, partition-overlap
+//     under refuse or with duplicate identifier keys under check, or a
+//     source snapshot the cherry-pick cannot replay).
 //
 // The model is the merge rules of mergeengine/README.md and
 // classify/README.md restated over in-memory files, not the code.
 //
-// Every sequence logs its seed and operations when it fails. Environment:
-// FLOE_MERGEPROP_SEED (the first sequence's seed; default from the clock),
-// FLOE_MERGEPROP_SEQUENCES (how many; default 8), FLOE_MERGEPROP_ROUNDS
-// (rounds of operations and a merge per sequence; default 3).
+// Every sequence logs its seed and operations (shown on failure or with
+// -v). Environment: FLOE_MERGEPROP_SEED (the first sequence's seed;
+// default from the clock), FLOE_MERGEPROP_SEQUENCES (how many; default
+// 12), FLOE_MERGEPROP_ROUNDS (rounds of operations and a merge per
+// sequence; default 3).
 
 import (
 	"fmt"
@@ -44,7 +48,7 @@ func TestMergeProperty(t *testing.T) {
 		}
 		seed = v
 	}
-	sequences := envInt(t, "FLOE_MERGEPROP_SEQUENCES", 8)
+	sequences := envInt(t, "FLOE_MERGEPROP_SEQUENCES", 12)
 	rounds := envInt(t, "FLOE_MERGEPROP_ROUNDS", 3)
 	for i := range sequences {
 		s := seed + uint64(i)
@@ -96,6 +100,10 @@ type modelSnap struct {
 type modelTable struct {
 	name    string
 	overlap string // floe.merge.partition-overlap, "" for the default
+	// keyed: the table declares id its identifier field. Its rows may
+	// repeat an id (appended on both sides), so rows are never deleted by
+	// id there.
+	keyed   bool
 	chain   []*modelSnap
 	version int
 }
@@ -233,6 +241,35 @@ func refusal(t *testing.T, base, src, tgt *modelTable) []string {
 	case s.removesFiles:
 		// The cherry-pick replays only snapshots that add files.
 		return []string{class, "snapshot does not only add files"}
+	case overlap && src.keyed:
+		// The default rule, check: the merged table must not hold an id
+		// twice in the partitions both sides touched.
+		merged := tgt.clone()
+		merged.chain = append(merged.chain, src.since(t, base)...)
+		seen := map[int64]int{}
+		for _, f := range merged.live() {
+			if s.parts[f.day] && g.parts[f.day] {
+				for _, id := range f.ids {
+					seen[id]++
+				}
+			}
+		}
+		var dups []int64
+		for id, n := range seen {
+			if n > 1 {
+				dups = append(dups, id)
+			}
+		}
+		if len(dups) == 0 {
+			return nil
+		}
+		out := []string{class, "would hold duplicate identifier keys"}
+		if len(dups) <= 10 {
+			for _, id := range dups {
+				out = append(out, fmt.Sprintf("id=%d", id))
+			}
+		}
+		return out
 	}
 	return nil
 }
@@ -278,19 +315,29 @@ func (p *propRun) bump(m *modelTable) {
 func (p *propRun) run(t *testing.T, rounds int) {
 	main := map[string]*modelTable{}
 	p.tables = []string{"ns.a"}
+	// Usually a table that refuses overlapping partitions, and sometimes
+	// one with an identifier field (the default rule, check, then looks
+	// for duplicate keys), so those outcomes show up too.
 	if p.rng.IntN(4) != 0 {
 		p.tables = append(p.tables, "ns.b")
 	}
-	for i, name := range p.tables {
+	if p.rng.IntN(2) == 0 {
+		p.tables = append(p.tables, "ns.k")
+	}
+	for _, name := range p.tables {
 		m := &modelTable{name: name}
 		args := []string{"table=" + name}
-		if i == 1 {
-			// The second table refuses overlapping partitions, so that
-			// class shows up too.
+		switch name {
+		case "ns.b":
 			m.overlap = "refuse"
 			args = append(args, "properties=floe.merge.partition-overlap:refuse")
+		case "ns.k":
+			m.keyed = true
 		}
 		p.do(t, cmd("table", args...))
+		if m.keyed {
+			p.do(t, cmd("alter", "table="+name, "identifier=id"))
+		}
 		p.bump(m)
 		main[name] = m
 		for range 1 + p.rng.IntN(2) {
@@ -314,7 +361,11 @@ func (p *propRun) run(t *testing.T, rounds int) {
 		for _, b := range sides {
 			p.randomOp(t, b)
 		}
-		p.mergeAndCheck(t)
+		if refused := p.mergeAndCheck(t, nil); len(refused) > 0 && p.rng.IntN(2) == 0 {
+			// Take dev's version of the refused tables (FORCE), which
+			// also lets the next rounds start from one history again.
+			p.mergeAndCheck(t, refused)
+		}
 	}
 }
 
@@ -339,7 +390,7 @@ func (p *propRun) randomOp(t *testing.T, b string) {
 		}
 	}
 	switch r := p.rng.IntN(20); {
-	case r < 4 && len(live) > 0: // delete one row: its file is rewritten
+	case r < 4 && len(live) > 0 && !m.keyed: // delete one row: its file is rewritten
 		f := live[p.rng.IntN(len(live))]
 		id := f.ids[p.rng.IntN(len(f.ids))]
 		p.do(t, cmd("delete", "on="+b, "table="+m.name, "id="+strconv.FormatInt(id, 10)))
@@ -356,6 +407,13 @@ func (p *propRun) randomOp(t *testing.T, b string) {
 		first := p.d.nextID + 1
 		p.do(t, cmd("overwrite", "on="+b, "table="+m.name, "day="+day, "rows="+strconv.Itoa(n)))
 		m.chain = append(m.chain, &modelSnap{op: "overwrite", removed: inDay, added: []*modelFile{{day: day, ids: idRange(first, p.d.nextID)}}})
+	case r < 12 && len(inDay) > 0: // compact a day: same rows, one new file
+		p.do(t, cmd("compact", "on="+b, "table="+m.name, "day="+day))
+		var ids []int64
+		for _, f := range inDay {
+			ids = append(ids, f.ids...)
+		}
+		m.chain = append(m.chain, &modelSnap{op: "overwrite", removed: inDay, added: []*modelFile{{day: day, ids: ids}}})
 	default:
 		p.appendRowsOn(t, b, m, day)
 		return
@@ -367,11 +425,30 @@ func (p *propRun) appendRows(t *testing.T, b string, m *modelTable) {
 	p.appendRowsOn(t, b, m, propDays[p.rng.IntN(len(propDays))])
 }
 
+// appendRowsOn appends 1 to 3 new rows to day; on a keyed table the first
+// sometimes repeats an id of the other branch's rows of that day.
 func (p *propRun) appendRowsOn(t *testing.T, b string, m *modelTable, day string) {
 	n := 1 + p.rng.IntN(3)
 	first := p.d.nextID + 1
-	p.do(t, cmd("append", "on="+b, "table="+m.name, "day="+day, "rows="+strconv.Itoa(n)))
-	m.chain = append(m.chain, &modelSnap{op: "append", added: []*modelFile{{day: day, ids: idRange(first, p.d.nextID)}}})
+	args := []string{"on=" + b, "table=" + m.name, "day=" + day, "rows=" + strconv.Itoa(n)}
+	var reuse []int64
+	if other := map[string]string{"main": "dev", "dev": "main"}[b]; m.keyed && p.branches != nil && p.rng.IntN(2) == 0 {
+		for _, f := range p.branches[other][m.name].live() {
+			if f.day == day {
+				reuse = append(reuse, f.ids...)
+			}
+		}
+	}
+	ids := idRange(first, first+int64(n)-1)
+	if len(reuse) > 0 {
+		ids[0] = reuse[p.rng.IntN(len(reuse))]
+		args = append(args, "ids="+strconv.FormatInt(ids[0], 10))
+	}
+	p.do(t, cmd("append", args...))
+	if p.d.nextID != first+int64(n)-1 {
+		t.Fatalf("model: ids %d..%d, the driver is at %d", first, first+int64(n)-1, p.d.nextID)
+	}
+	m.chain = append(m.chain, &modelSnap{op: "append", added: []*modelFile{{day: day, ids: ids}}})
 	p.bump(m)
 }
 
@@ -383,9 +460,10 @@ func idRange(lo, hi int64) []int64 {
 	return out
 }
 
-// mergeAndCheck merges dev into main and checks the outcome against the
-// model's prediction.
-func (p *propRun) mergeAndCheck(t *testing.T) {
+// mergeAndCheck merges dev into main, with merge behavior FORCE for the
+// tables force names, and checks the outcome against the model's
+// prediction. It returns the tables the merge refused.
+func (p *propRun) mergeAndCheck(t *testing.T, force map[string]bool) map[string]bool {
 	st := p.d.srv.Store
 	main, dev := p.branches["main"], p.branches["dev"]
 
@@ -396,6 +474,8 @@ func (p *propRun) mergeAndCheck(t *testing.T) {
 	for _, name := range p.tables {
 		base, src, tgt := p.base[name], dev[name], main[name]
 		switch {
+		case force[name]:
+			next[name] = src.clone()
 		case src.version != base.version && tgt.version != base.version:
 			if why := refusal(t, base, src, tgt); why != nil {
 				refused[name] = why
@@ -417,7 +497,17 @@ func (p *propRun) mergeAndCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := p.d.files(t, nil)
-	got := p.do(t, cmd("merge", "source=dev", "target=main"))
+	args := []string{"source=dev", "target=main"}
+	if len(force) > 0 {
+		var keys []string
+		for _, name := range p.tables {
+			if force[name] {
+				keys = append(keys, name)
+			}
+		}
+		args = append(args, "force="+strings.Join(keys, ","))
+	}
+	got := p.do(t, cmd("merge", args...))
 	p.log = append(p.log, "  -> "+strings.TrimSpace(got))
 
 	if len(refused) > 0 {
@@ -455,7 +545,11 @@ func (p *propRun) mergeAndCheck(t *testing.T) {
 			t.Errorf("refused merge left files behind: before %s after %s", strings.TrimSpace(files), strings.TrimSpace(now))
 		}
 		p.checkRows(t)
-		return
+		out := map[string]bool{}
+		for name := range refused {
+			out[name] = true
+		}
+		return out
 	}
 
 	if !strings.HasPrefix(got, "200 ") {
@@ -476,6 +570,7 @@ func (p *propRun) mergeAndCheck(t *testing.T) {
 	if after, _ := st.GetRef("main"); after.Head != mid.Head {
 		t.Errorf("a second merge moved main from %s to %s", mid.Head, after.Head)
 	}
+	return nil
 }
 
 // checkRows compares a full scan of every table on both branches with
