@@ -315,13 +315,13 @@ func (p *propRun) bump(m *modelTable) {
 func (p *propRun) run(t *testing.T, rounds int) {
 	main := map[string]*modelTable{}
 	p.tables = []string{"ns.a"}
-	// Usually a table that refuses overlapping partitions, and sometimes
+	// Usually a table that refuses overlapping partitions, and usually
 	// one with an identifier field (the default rule, check, then looks
 	// for duplicate keys), so those outcomes show up too.
 	if p.rng.IntN(4) != 0 {
 		p.tables = append(p.tables, "ns.b")
 	}
-	if p.rng.IntN(2) == 0 {
+	if p.rng.IntN(4) != 0 {
 		p.tables = append(p.tables, "ns.k")
 	}
 	for _, name := range p.tables {
@@ -432,7 +432,7 @@ func (p *propRun) appendRowsOn(t *testing.T, b string, m *modelTable, day string
 	first := p.d.nextID + 1
 	args := []string{"on=" + b, "table=" + m.name, "day=" + day, "rows=" + strconv.Itoa(n)}
 	var reuse []int64
-	if other := map[string]string{"main": "dev", "dev": "main"}[b]; m.keyed && p.branches != nil && p.rng.IntN(2) == 0 {
+	if other := map[string]string{"main": "dev", "dev": "main"}[b]; m.keyed && p.branches != nil && p.rng.IntN(3) != 0 {
 		for _, f := range p.branches[other][m.name].live() {
 			if f.day == day {
 				reuse = append(reuse, f.ids...)
