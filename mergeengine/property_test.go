@@ -1,0 +1,588 @@
+package mergeengine_test
+
+// TestMergeProperty runs random sequences of appends, deletes, overwrites
+// and compactions on two catalog branches (main and dev) of real
+// partitioned tables, merges dev into main through the Nessie API after
+// each round (and, after a refusal, sometimes again with FORCE for the
+// refused tables), and compares what floe did with a model of the
+// snapshots and files each side holds:
+//
+//   - a merge that succeeds leaves on main exactly the rows of the base
+//     with both sides' row changes applied (a full iceberg-go scan), and
+//     dev unchanged; merging again is a no-op;
+//   - a merge that is refused writes nothing (main's head, its rows and
+//     the warehouse's metadata files and manifest lists are unchanged),
+//     and names exactly the tables the model refuses, each with the
+//     class and reason the model predicts (file-conflict, partition-overlap
+//     under refuse or with duplicate identifier keys under check, or a
+//     source snapshot the cherry-pick cannot replay).
+//
+// The model is the merge rules of mergeengine/README.md and
+// classify/README.md restated over in-memory files, not the code.
+//
+// Every sequence logs its seed and operations (shown on failure or with
+// -v). Environment: FLOE_MERGEPROP_SEED (the first sequence's seed;
+// default from the clock), FLOE_MERGEPROP_SEQUENCES (how many; default
+// 12), FLOE_MERGEPROP_ROUNDS (rounds of operations and a merge per
+// sequence; default 3).
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+)
+
+func TestMergeProperty(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("FLOE_MERGEPROP_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("FLOE_MERGEPROP_SEED=%q: %v", s, err)
+		}
+		seed = v
+	}
+	sequences := envInt(t, "FLOE_MERGEPROP_SEQUENCES", 12)
+	rounds := envInt(t, "FLOE_MERGEPROP_ROUNDS", 3)
+	for i := range sequences {
+		s := seed + uint64(i)
+		t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) {
+			p := &propRun{d: newScenario(t), rng: rand.New(rand.NewPCG(s, s))}
+			// Logged always: go test shows it on failure (and with -v).
+			t.Cleanup(func() {
+				t.Logf("rerun with FLOE_MERGEPROP_SEED=%d FLOE_MERGEPROP_SEQUENCES=1 FLOE_MERGEPROP_ROUNDS=%d; operations:\n%s",
+					s, rounds, strings.Join(p.log, "\n"))
+			})
+			p.run(t, rounds)
+		})
+	}
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 1 {
+		t.Fatalf("%s=%q: want a positive number", name, s)
+	}
+	return v
+}
+
+// propDays are the days (partitions) operations choose from: few, so
+// both sides often touch the same one.
+var propDays = []string{"2026-08-20", "2026-08-21", "2026-08-22"}
+
+// modelFile is a data file: its partition and the ids of its rows.
+type modelFile struct {
+	day string
+	ids []int64
+}
+
+// modelSnap is a snapshot: the files it added and removed. Cherry-picked
+// copies keep the same modelSnap (floe keeps the source's snapshot id when
+// the target does not have it), which is what classify's walk to the
+// merge base's snapshot sees.
+type modelSnap struct {
+	op             string
+	added, removed []*modelFile
+}
+
+// modelTable is one table on one branch (or at the merge base). version
+// changes with every change of the catalog's value of the table.
+type modelTable struct {
+	name    string
+	overlap string // floe.merge.partition-overlap, "" for the default
+	// keyed: the table declares id its identifier field. Its rows may
+	// repeat an id (appended on both sides), so rows are never deleted by
+	// id there.
+	keyed   bool
+	chain   []*modelSnap
+	version int
+}
+
+func (m *modelTable) clone() *modelTable {
+	c := *m
+	c.chain = slices.Clone(m.chain)
+	return &c
+}
+
+// live returns the table's data files, in the order they were added.
+func (m *modelTable) live() []*modelFile {
+	var out []*modelFile
+	for _, s := range m.chain {
+		for _, f := range s.removed {
+			out = slices.DeleteFunc(out, func(g *modelFile) bool { return g == f })
+		}
+		out = append(out, s.added...)
+	}
+	return out
+}
+
+// rows renders the table's rows as the scenario's rows command does.
+func (m *modelTable) rows() string {
+	byDay := map[string][]int64{}
+	for _, f := range m.live() {
+		byDay[f.day] = append(byDay[f.day], f.ids...)
+	}
+	var b strings.Builder
+	for _, day := range propDays {
+		ids := byDay[day]
+		if len(ids) == 0 {
+			continue
+		}
+		slices.Sort(ids)
+		fmt.Fprintf(&b, "%s:", day)
+		for _, id := range ids {
+			fmt.Fprintf(&b, " %d", id)
+		}
+		b.WriteString("\n")
+	}
+	if b.Len() == 0 {
+		return "(no rows)\n"
+	}
+	return b.String()
+}
+
+// since returns the snapshots of m after base's last one: what the side
+// did since the merge base.
+func (m *modelTable) since(t *testing.T, base *modelTable) []*modelSnap {
+	t.Helper()
+	if len(base.chain) == 0 {
+		return m.chain
+	}
+	head := base.chain[len(base.chain)-1]
+	for i := len(m.chain) - 1; i >= 0; i-- {
+		if m.chain[i] == head {
+			return m.chain[i+1:]
+		}
+	}
+	t.Fatalf("model: %s does not descend from the merge base", m.name)
+	return nil
+}
+
+// sideChanges are a side's net file changes since the base.
+type sideChanges struct {
+	added, removed map[*modelFile]bool
+	addedDays      map[string]bool
+	parts          map[string]bool // partitions of added or removed files
+	removesFiles   bool            // some snapshot removed a file
+}
+
+func changesOf(snaps []*modelSnap) sideChanges {
+	c := sideChanges{added: map[*modelFile]bool{}, removed: map[*modelFile]bool{}, addedDays: map[string]bool{}, parts: map[string]bool{}}
+	for _, s := range snaps {
+		for _, f := range s.added {
+			c.added[f] = true
+		}
+		for _, f := range s.removed {
+			c.removesFiles = true
+			if c.added[f] {
+				delete(c.added, f)
+			} else {
+				c.removed[f] = true
+			}
+		}
+	}
+	for f := range c.added {
+		c.addedDays[f.day] = true
+		c.parts[f.day] = true
+	}
+	for f := range c.removed {
+		c.parts[f.day] = true
+	}
+	return c
+}
+
+// refusal predicts whether merging src into tgt (both changed since base)
+// is refused: nil if not, else what the refusal says, its class first.
+// The rules are checked in the engine's order. Every removing operation
+// here is a delete or an overwrite, and the tables keep Iceberg's default
+// serializable isolation.
+func refusal(t *testing.T, base, src, tgt *modelTable) []string {
+	s, g := changesOf(src.since(t, base)), changesOf(tgt.since(t, base))
+	var both bool
+	serial := map[string]bool{}
+	for f := range s.removed {
+		both = both || g.removed[f]
+		if g.addedDays[f.day] {
+			serial[f.day] = true
+		}
+	}
+	overlap := false
+	for p := range s.parts {
+		overlap = overlap || g.parts[p]
+	}
+	class := "disjoint: "
+	if overlap {
+		class = "partition-overlap: "
+	}
+	switch {
+	case both || len(serial) > 0:
+		out := []string{"file-conflict: "}
+		if both {
+			out = append(out, "removed or rewritten on both sides")
+		}
+		for _, day := range propDays {
+			if serial[day] {
+				out = append(out, "the rows the target appended in", "day="+day+" (write.")
+			}
+		}
+		return out
+	case overlap && src.overlap == "refuse":
+		return []string{class, "and the table's rule (floe.merge.partition-overlap) is refuse"}
+	case s.removesFiles:
+		// The cherry-pick replays only snapshots that add files.
+		return []string{class, "snapshot does not only add files"}
+	case overlap && src.keyed:
+		// The default rule, check: the merged table must not hold an id
+		// twice in the partitions both sides touched.
+		merged := tgt.clone()
+		merged.chain = append(merged.chain, src.since(t, base)...)
+		seen := map[int64]int{}
+		for _, f := range merged.live() {
+			if s.parts[f.day] && g.parts[f.day] {
+				for _, id := range f.ids {
+					seen[id]++
+				}
+			}
+		}
+		var dups []int64
+		for id, n := range seen {
+			if n > 1 {
+				dups = append(dups, id)
+			}
+		}
+		if len(dups) == 0 {
+			return nil
+		}
+		out := []string{class, "would hold duplicate identifier keys"}
+		if len(dups) <= 10 {
+			for _, id := range dups {
+				out = append(out, fmt.Sprintf("id=%d", id))
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// propRun is one sequence: the scenario driver, the model, the log.
+type propRun struct {
+	d      *scenario
+	rng    *rand.Rand
+	log    []string
+	tables []string
+	// branches holds each branch's tables; base the tables at the merge
+	// base of dev and main.
+	branches map[string]map[string]*modelTable
+	base     map[string]*modelTable
+	version  int
+}
+
+// cmd is a scenario command: args are "key=value".
+func cmd(name string, args ...string) *datadriven.TestData {
+	td := &datadriven.TestData{Cmd: name, Pos: name + " " + strings.Join(args, " ")}
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		ca := datadriven.CmdArg{Key: k}
+		if ok {
+			ca.Vals = []string{v}
+		}
+		td.CmdArgs = append(td.CmdArgs, ca)
+	}
+	return td
+}
+
+func (p *propRun) do(t *testing.T, td *datadriven.TestData) string {
+	t.Helper()
+	p.log = append(p.log, td.Pos)
+	return p.d.run(t, td)
+}
+
+func (p *propRun) bump(m *modelTable) {
+	p.version++
+	m.version = p.version
+}
+
+func (p *propRun) run(t *testing.T, rounds int) {
+	main := map[string]*modelTable{}
+	p.tables = []string{"ns.a"}
+	// Usually a table that refuses overlapping partitions, and usually
+	// one with an identifier field (the default rule, check, then looks
+	// for duplicate keys), so those outcomes show up too.
+	if p.rng.IntN(4) != 0 {
+		p.tables = append(p.tables, "ns.b")
+	}
+	if p.rng.IntN(4) != 0 {
+		p.tables = append(p.tables, "ns.k")
+	}
+	for _, name := range p.tables {
+		m := &modelTable{name: name}
+		args := []string{"table=" + name}
+		switch name {
+		case "ns.b":
+			m.overlap = "refuse"
+			args = append(args, "properties=floe.merge.partition-overlap:refuse")
+		case "ns.k":
+			m.keyed = true
+		}
+		p.do(t, cmd("table", args...))
+		if m.keyed {
+			p.do(t, cmd("alter", "table="+name, "identifier=id"))
+		}
+		p.bump(m)
+		main[name] = m
+		for range 1 + p.rng.IntN(2) {
+			p.appendRows(t, "main", m)
+		}
+	}
+	p.do(t, cmd("branch", "dev"))
+	p.branches = map[string]map[string]*modelTable{"main": main, "dev": cloneTables(main)}
+	p.base = cloneTables(main)
+
+	for round := range rounds {
+		p.log = append(p.log, fmt.Sprintf("# round %d", round+1))
+		var sides []string
+		for range p.rng.IntN(4) {
+			sides = append(sides, "dev")
+		}
+		for range p.rng.IntN(3) {
+			sides = append(sides, "main")
+		}
+		p.rng.Shuffle(len(sides), func(i, j int) { sides[i], sides[j] = sides[j], sides[i] })
+		for _, b := range sides {
+			p.randomOp(t, b)
+		}
+		if refused := p.mergeAndCheck(t, nil); len(refused) > 0 && p.rng.IntN(2) == 0 {
+			// Take dev's version of the refused tables (FORCE), which
+			// also lets the next rounds start from one history again.
+			p.mergeAndCheck(t, refused)
+		}
+	}
+}
+
+func cloneTables(in map[string]*modelTable) map[string]*modelTable {
+	out := map[string]*modelTable{}
+	for k, v := range in {
+		out[k] = v.clone()
+	}
+	return out
+}
+
+// randomOp applies one random change to a random table on branch b, in
+// floe and in the model.
+func (p *propRun) randomOp(t *testing.T, b string) {
+	m := p.branches[b][p.tables[p.rng.IntN(len(p.tables))]]
+	live := m.live()
+	day := propDays[p.rng.IntN(len(propDays))]
+	var inDay []*modelFile
+	for _, f := range live {
+		if f.day == day {
+			inDay = append(inDay, f)
+		}
+	}
+	switch r := p.rng.IntN(20); {
+	case r < 4 && len(live) > 0 && !m.keyed: // delete one row: its file is rewritten
+		f := live[p.rng.IntN(len(live))]
+		id := f.ids[p.rng.IntN(len(f.ids))]
+		p.do(t, cmd("delete", "on="+b, "table="+m.name, "id="+strconv.FormatInt(id, 10)))
+		s := &modelSnap{op: "delete", removed: []*modelFile{f}}
+		if rest := slices.DeleteFunc(slices.Clone(f.ids), func(v int64) bool { return v == id }); len(rest) > 0 {
+			s.added = []*modelFile{{day: f.day, ids: rest}}
+		}
+		m.chain = append(m.chain, s)
+	case r < 7 && len(inDay) > 0: // delete a whole day
+		p.do(t, cmd("delete", "on="+b, "table="+m.name, "day="+day))
+		m.chain = append(m.chain, &modelSnap{op: "delete", removed: inDay})
+	case r < 10 && len(inDay) > 0: // replace a day's rows
+		n := 1 + p.rng.IntN(3)
+		first := p.d.nextID + 1
+		p.do(t, cmd("overwrite", "on="+b, "table="+m.name, "day="+day, "rows="+strconv.Itoa(n)))
+		m.chain = append(m.chain, &modelSnap{op: "overwrite", removed: inDay, added: []*modelFile{{day: day, ids: idRange(first, p.d.nextID)}}})
+	case r < 12 && len(inDay) > 0: // compact a day: same rows, one new file
+		p.do(t, cmd("compact", "on="+b, "table="+m.name, "day="+day))
+		var ids []int64
+		for _, f := range inDay {
+			ids = append(ids, f.ids...)
+		}
+		m.chain = append(m.chain, &modelSnap{op: "overwrite", removed: inDay, added: []*modelFile{{day: day, ids: ids}}})
+	default:
+		p.appendRowsOn(t, b, m, day)
+		return
+	}
+	p.bump(m)
+}
+
+func (p *propRun) appendRows(t *testing.T, b string, m *modelTable) {
+	p.appendRowsOn(t, b, m, propDays[p.rng.IntN(len(propDays))])
+}
+
+// appendRowsOn appends 1 to 3 new rows to day; on a keyed table the first
+// sometimes repeats an id of the other branch's rows of that day.
+func (p *propRun) appendRowsOn(t *testing.T, b string, m *modelTable, day string) {
+	n := 1 + p.rng.IntN(3)
+	first := p.d.nextID + 1
+	args := []string{"on=" + b, "table=" + m.name, "day=" + day, "rows=" + strconv.Itoa(n)}
+	var reuse []int64
+	if other := map[string]string{"main": "dev", "dev": "main"}[b]; m.keyed && p.branches != nil && p.rng.IntN(3) != 0 {
+		for _, f := range p.branches[other][m.name].live() {
+			if f.day == day {
+				reuse = append(reuse, f.ids...)
+			}
+		}
+	}
+	ids := idRange(first, first+int64(n)-1)
+	if len(reuse) > 0 {
+		ids[0] = reuse[p.rng.IntN(len(reuse))]
+		args = append(args, "ids="+strconv.FormatInt(ids[0], 10))
+	}
+	p.do(t, cmd("append", args...))
+	if p.d.nextID != first+int64(n)-1 {
+		t.Fatalf("model: ids %d..%d, the driver is at %d", first, first+int64(n)-1, p.d.nextID)
+	}
+	m.chain = append(m.chain, &modelSnap{op: "append", added: []*modelFile{{day: day, ids: ids}}})
+	p.bump(m)
+}
+
+func idRange(lo, hi int64) []int64 {
+	var out []int64
+	for id := lo; id <= hi; id++ {
+		out = append(out, id)
+	}
+	return out
+}
+
+// mergeAndCheck merges dev into main, with merge behavior FORCE for the
+// tables force names, and checks the outcome against the model's
+// prediction. It returns the tables the merge refused.
+func (p *propRun) mergeAndCheck(t *testing.T, force map[string]bool) map[string]bool {
+	st := p.d.srv.Store
+	main, dev := p.branches["main"], p.branches["dev"]
+
+	// The prediction: each table changed on both sides is cherry-picked
+	// or refused; one changed only on dev is taken from dev.
+	refused := map[string][]string{}
+	next := map[string]*modelTable{}
+	for _, name := range p.tables {
+		base, src, tgt := p.base[name], dev[name], main[name]
+		switch {
+		case force[name]:
+			next[name] = src.clone()
+		case src.version != base.version && tgt.version != base.version:
+			if why := refusal(t, base, src, tgt); why != nil {
+				refused[name] = why
+				continue
+			}
+			m := tgt.clone()
+			m.chain = append(m.chain, src.since(t, base)...)
+			p.bump(m)
+			next[name] = m
+		case src.version != base.version:
+			next[name] = src.clone()
+		default:
+			next[name] = tgt
+		}
+	}
+
+	before, err := st.GetRef("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := p.d.files(t, nil)
+	args := []string{"source=dev", "target=main"}
+	if len(force) > 0 {
+		var keys []string
+		for _, name := range p.tables {
+			if force[name] {
+				keys = append(keys, name)
+			}
+		}
+		args = append(args, "force="+strings.Join(keys, ","))
+	}
+	got := p.do(t, cmd("merge", args...))
+	p.log = append(p.log, "  -> "+strings.TrimSpace(got))
+
+	if len(refused) > 0 {
+		if !strings.HasPrefix(got, "409 merge refused: ") {
+			t.Fatalf("merge: got %q, want a refusal of %v", got, refused)
+		}
+		for _, name := range p.tables {
+			why, ok := refused[name]
+			reason := ""
+			if i := strings.Index(got, name+": "); i >= 0 {
+				reason, _, _ = strings.Cut(got[i:], "; ns.")
+			}
+			switch {
+			case ok && reason == "":
+				t.Errorf("refusal does not name %s (want %q): %s", name, why, got)
+			case ok && !strings.HasPrefix(reason, name+": "+why[0]):
+				t.Errorf("refusal of %s is not %q: %s", name, why[0], got)
+			case !ok && reason != "":
+				t.Errorf("refusal names %s, which the model merges: %s", name, got)
+			}
+			for _, w := range why[min(1, len(why)):] {
+				if !strings.Contains(reason, w) {
+					t.Errorf("refusal of %s does not say %q: %s", name, w, got)
+				}
+			}
+		}
+		after, err := st.GetRef("main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Head != before.Head {
+			t.Errorf("refused merge moved main from %s to %s", before.Head, after.Head)
+		}
+		if now := p.d.files(t, nil); now != files {
+			t.Errorf("refused merge left files behind: before %s after %s", strings.TrimSpace(files), strings.TrimSpace(now))
+		}
+		p.checkRows(t)
+		out := map[string]bool{}
+		for name := range refused {
+			out[name] = true
+		}
+		return out
+	}
+
+	if !strings.HasPrefix(got, "200 ") {
+		t.Fatalf("merge: got %q, want success", got)
+	}
+	p.branches["main"] = next
+	p.base = cloneTables(dev)
+	p.checkRows(t)
+
+	// Merged again with nothing new: a no-op.
+	mid, err := st.GetRef("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := p.do(t, cmd("merge", "source=dev", "target=main")); again != "200 nothing to merge\n" {
+		t.Errorf("merge again: got %q, want a no-op", again)
+	}
+	if after, _ := st.GetRef("main"); after.Head != mid.Head {
+		t.Errorf("a second merge moved main from %s to %s", mid.Head, after.Head)
+	}
+	return nil
+}
+
+// checkRows compares a full scan of every table on both branches with
+// the model.
+func (p *propRun) checkRows(t *testing.T) {
+	t.Helper()
+	for _, b := range []string{"main", "dev"} {
+		for _, name := range p.tables {
+			got := p.d.scanRows(t, cmd("rows", "on="+b, "table="+name))
+			if want := p.branches[b][name].rows(); got != want {
+				t.Errorf("rows of %s on %s:\ngot\n%swant\n%s", name, b, got, want)
+			}
+		}
+	}
+}
