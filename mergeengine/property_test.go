@@ -496,7 +496,7 @@ func (p *propRun) mergeAndCheck(t *testing.T, force map[string]bool) map[string]
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := p.d.files(t, nil)
+	files := p.d.files(t, &datadriven.TestData{})
 	args := []string{"source=dev", "target=main"}
 	if len(force) > 0 {
 		var keys []string
@@ -541,7 +541,7 @@ func (p *propRun) mergeAndCheck(t *testing.T, force map[string]bool) map[string]
 		if after.Head != before.Head {
 			t.Errorf("refused merge moved main from %s to %s", before.Head, after.Head)
 		}
-		if now := p.d.files(t, nil); now != files {
+		if now := p.d.files(t, &datadriven.TestData{}); now != files {
 			t.Errorf("refused merge left files behind: before %s after %s", strings.TrimSpace(files), strings.TrimSpace(now))
 		}
 		p.checkRows(t)

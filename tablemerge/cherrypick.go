@@ -79,6 +79,11 @@ type Request struct {
 	AppendOnly *int
 	// Now stamps the new snapshots; nil is time.Now.
 	Now func() time.Time
+	// ReuseManifests re-lists a pick's own manifests under their paths
+	// instead of copying them (see CherryPick): only for manifests no
+	// committed snapshot lists, as those of a client's stale append that
+	// the zero-retry rebase re-parents.
+	ReuseManifests bool
 }
 
 // Result is the cherry-pick's outcome: nothing of it is committed.
@@ -100,10 +105,15 @@ type Result struct {
 // format v3, row ids from the table's next-row-id.
 //
 // A pick keeps its snapshot id unless the target already has it. Its own
-// manifests are re-listed unchanged: their ADDED entries carry no data
-// sequence number and (v3) no first row id, so they inherit the new
-// snapshot's through the manifest list (the spec's sequence number and
-// row id inheritance). A manifest whose entries pin either is refused
+// manifests are listed with their entries unchanged: their ADDED entries
+// carry no data sequence number and (v3) no first row id, so they inherit
+// the new snapshot's through the manifest list (the spec's sequence number
+// and row id inheritance). Each is copied to a new path first (unless
+// ReuseManifests): the source's manifest list already names the file with
+// its own sequence number, and readers cache manifests by path (PyIceberg
+// does, for its whole process), so one path under two sequence numbers
+// would show a reader of both branches the wrong one. The copy is the
+// same bytes, metadata only; data files are never copied. A manifest whose entries pin either is refused
 // rather than rewritten, as is a pick that removes or rewrites anything
 // (ErrNotAdditive). Entries keep the snapshot id the writer recorded,
 // which names the source snapshot when a fresh id was needed. A
@@ -179,7 +189,7 @@ func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) 
 			summary = pickedSummary(r.source, p.Parent, parent, req.SourceRef)
 			summary.Properties[SummaryReplayed] = "true"
 		} else {
-			relisted, written, err := pickManifests(ctx, files, head, p, id, onTarget, req.AppendOnly)
+			relisted, written, err := pickManifests(ctx, files, head, p, id, onTarget, req.AppendOnly, !req.ReuseManifests)
 			res.Written = append(res.Written, written...)
 			if err != nil {
 				return fail(err)
@@ -260,7 +270,7 @@ func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) 
 // carries EXISTING entries is replaced by a new manifest of its ADDED
 // entries, so the target's own manifests stay the only source of the
 // files it has, and none is listed twice. written are the new manifests.
-func pickManifests(ctx context.Context, files Files, head table.Metadata, p Pick, id int64, onTarget map[string]bool, appendOnly *int) (relisted []iceberg.ManifestFile, written []string, err error) {
+func pickManifests(ctx context.Context, files Files, head table.Metadata, p Pick, id int64, onTarget map[string]bool, appendOnly *int, copyManifests bool) (relisted []iceberg.ManifestFile, written []string, err error) {
 	src := p.Snapshot
 	mine, err := readManifestList(ctx, files, src)
 	if err != nil {
@@ -353,8 +363,15 @@ func pickManifests(ctx context.Context, files Files, head table.Metadata, p Pick
 	}
 	for _, o := range owns {
 		switch {
+		case o.whole && !copyManifests:
+			relisted = append(relisted, relist(o.m, o.m.FilePath(), id))
 		case o.whole:
-			relisted = append(relisted, relist(o.m, id))
+			loc, err := copyManifest(ctx, files, head.Location(), o.m)
+			if err != nil {
+				return relisted, written, fmt.Errorf("snapshot %d: %w", src.SnapshotID, err)
+			}
+			written = append(written, loc)
+			relisted = append(relisted, relist(o.m, loc, id))
 		case len(o.added) > 0:
 			ops := make([]entryOp, len(o.added))
 			for i, e := range o.added {
@@ -371,10 +388,10 @@ func pickManifests(ctx context.Context, files Files, head table.Metadata, p Pick
 	return relisted, written, nil
 }
 
-// relist is m as a manifest added by snapshot id whose sequence number
-// (and v3 first row id) the manifest list writer assigns.
-func relist(m iceberg.ManifestFile, id int64) iceberg.ManifestFile {
-	return iceberg.NewManifestFile(m.Version(), m.FilePath(), m.Length(), m.PartitionSpecID(), id).
+// relist is m, at path, as a manifest added by snapshot id whose sequence
+// number (and v3 first row id) the manifest list writer assigns.
+func relist(m iceberg.ManifestFile, path string, id int64) iceberg.ManifestFile {
+	return iceberg.NewManifestFile(m.Version(), path, m.Length(), m.PartitionSpecID(), id).
 		Content(m.ManifestContent()).
 		SequenceNum(-1, -1).
 		AddedFiles(m.AddedDataFiles()).
@@ -386,6 +403,23 @@ func relist(m iceberg.ManifestFile, id int64) iceberg.ManifestFile {
 		Partitions(m.Partitions()).
 		KeyMetadata(m.KeyMetadata()).
 		Build()
+}
+
+// copyManifest writes the bytes of manifest m to a new path in the table's
+// metadata directory and returns it.
+func copyManifest(ctx context.Context, files Files, tableLoc string, m iceberg.ManifestFile) (string, error) {
+	data, err := files.ReadFile(ctx, m.FilePath())
+	if err != nil {
+		return "", fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+	}
+	if int64(len(data)) != m.Length() {
+		return "", fmt.Errorf("manifest %s has %d bytes, its list says %d", m.FilePath(), len(data), m.Length())
+	}
+	loc := fmt.Sprintf("%s/metadata/%s-m0.avro", strings.TrimRight(tableLoc, "/"), uuid.NewString())
+	if err := files.WriteFile(ctx, loc, data); err != nil {
+		return "", fmt.Errorf("copy manifest %s: %w", m.FilePath(), err)
+	}
+	return loc, nil
 }
 
 func readManifestList(ctx context.Context, files Files, s table.Snapshot) ([]iceberg.ManifestFile, error) {

@@ -6,10 +6,13 @@
 // rebases are built on it.
 //
 // A cherry-pick re-lists the source snapshot's own manifests after the
-// target head's: data and delete files are never copied or rewritten, and
-// manifest files are reused as they are, except a merge-append's (Iceberg
-// Java's default), which also carries earlier files as EXISTING entries:
-// the pick gets a new manifest of its ADDED entries. A pick may instead be
+// target head's: data and delete files are never copied or rewritten;
+// manifests are listed as byte-for-byte copies under new paths (readers
+// cache manifests by path, and the source's list names the original with
+// other sequence numbers), except a merge-append's (Iceberg Java's
+// default), which also carries earlier files as EXISTING entries: the
+// pick gets a new manifest of its ADDED entries. The zero-retry rebase
+// re-lists a client's new manifests as they are (Request.ReuseManifests). A pick may instead be
 // the replay of a partition overwrite or delete (Pick.Replay): the head's
 // manifests holding the files it replaces are rewritten with those
 // entries DELETED. It writes manifests and manifest lists only, through

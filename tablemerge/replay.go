@@ -198,7 +198,12 @@ func replayManifests(ctx context.Context, files Files, head table.Metadata, head
 			if onTarget[a.m.FilePath()] {
 				return r, fmt.Errorf("%w: manifest %s of snapshot %d", ErrAlreadyPublished, a.m.FilePath(), src.SnapshotID)
 			}
-			m := relist(a.m, id)
+			loc, err := copyManifest(ctx, files, head.Location(), a.m)
+			if err != nil {
+				return r, fmt.Errorf("snapshot %d: %w", src.SnapshotID, err)
+			}
+			r.written = append(r.written, loc)
+			m := relist(a.m, loc, id)
 			r.listed, r.mine = append(r.listed, m), append(r.mine, m)
 		case len(a.added) > 0:
 			ops := make([]entryOp, len(a.added))

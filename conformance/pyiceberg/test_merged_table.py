@@ -145,22 +145,16 @@ def test_merged_table_reads_and_metadata_tables(floe: FloeServer, catalog: Catal
     assert got["games"]["sequence_number"] == 3
 
     # The branch's entry of the same file keeps sequence number 2.
-    # (PyIceberg caches manifests by path for the whole process, with the
-    # sequence number of the list it first read them from: see
-    # test_cached_manifest_keeps_the_branch_sequence_number.)
-    clear_manifest_cache()
     on_branch = entries(floe.catalog(f"lake@{branch}").load_table(ident))
     assert on_branch["games"]["data_file"]["file_path"] == got["games"]["data_file"]["file_path"]
     assert on_branch["games"]["sequence_number"] == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="floe defect: a cherry-pick lists the source's manifest file under its own path with a new sequence "
-    "number, and PyIceberg caches manifest-list entries by manifest path for the whole process, so a client "
-    "that read the branch before the merge sees the branch's sequence number on main",
-)
 def test_cached_manifest_keeps_the_branch_sequence_number(floe: FloeServer, catalog: Catalog, ns: str) -> None:
+    """PyIceberg caches manifests by path for its whole process, with the
+    sequence number of the list it first read them from: a cherry-pick lists
+    a copy of the branch's manifest under a new path, so a client that read
+    the branch before the merge sees main's sequence number on main."""
     ident = f"{ns}.orders"
     clear_manifest_cache()
     branch, _ = both_sides_append(floe, catalog, ident)

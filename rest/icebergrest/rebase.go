@@ -115,7 +115,9 @@ func (a *api) rebaseAppend(ctx context.Context, wh *warehouse, base table.Metada
 		Picks:        []tablemerge.Pick{{Snapshot: *snap, Parent: parent}},
 		SourceRef:    table.MainBranch,
 		AppendOnly:   &spec,
-		Now:          a.now,
+		// The client's manifests are new: no committed list names them.
+		ReuseManifests: true,
+		Now:            a.now,
 	})
 	if err != nil {
 		if res != nil {
