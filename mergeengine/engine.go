@@ -327,15 +327,6 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("source: %w", err)
 	}
-	if base != nil {
-		baseFile, err := wh.ReadTable(ctx, base)
-		if err != nil {
-			return nil, nil, fmt.Errorf("merge base: %w", err)
-		}
-		if why := aliased(baseFile.Metadata, srcFile.Metadata); why != "" {
-			return refuse(why)
-		}
-	}
 	picks := unpublished(srcFile.Metadata, tgtFile.Metadata, c.Source.Snapshots)
 	if len(picks) == 0 {
 		// Everything the source added is on the target already: merging
@@ -386,12 +377,17 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 
 // unpublished turns the source's snapshots since the base into picks,
 // leaving out every snapshot already on the target: the same snapshot
-// (an ancestor the target took by a fast-forward), or one cherry-picked
-// before (its copy names it in SummarySourceSnapshotID). Publishing
-// either again would duplicate its rows.
+// (an ancestor the target took by a fast-forward, or a copy that kept its
+// id), or one cherry-picked before (its copy names it in
+// SummarySourceSnapshotID), or a copy of a snapshot the target has (the
+// source took it by a merge the other way). Publishing any again would
+// duplicate its rows.
 func unpublished(srcMeta, tgtMeta table.Metadata, snaps []classify.Snapshot) []tablemerge.Pick {
+	// A change is named by its snapshot id and, for a copy, the id it
+	// copies (a copy keeps its source's id unless the target had it).
 	onTarget := map[int64]bool{}
 	for _, s := range tgtMeta.Snapshots() {
+		onTarget[s.SnapshotID] = true
 		if src, ok := sourceID(s); ok {
 			onTarget[src] = true
 		}
@@ -402,7 +398,7 @@ func unpublished(srcMeta, tgtMeta table.Metadata, snaps []classify.Snapshot) []t
 		if s == nil {
 			continue // the classifier read it from this metadata; cannot happen
 		}
-		if t := tgtMeta.SnapshotByID(s.SnapshotID); (t != nil && t.ManifestList == s.ManifestList) || onTarget[s.SnapshotID] {
+		if src, ok := sourceID(*s); onTarget[s.SnapshotID] || (ok && onTarget[src]) {
 			continue
 		}
 		p := tablemerge.Pick{Snapshot: *s}
@@ -412,36 +408,6 @@ func unpublished(srcMeta, tgtMeta table.Metadata, snaps []classify.Snapshot) []t
 		picks = append(picks, p)
 	}
 	return picks
-}
-
-// aliased says why the source's history cannot be read against the base
-// when it reaches the base's snapshot id through a different snapshot: a
-// cherry-picked copy that kept its source's id (tablemerge keeps ids the
-// target does not have). That happens when a branch merged into another
-// is merged back the other way: the classifier, which walks to the base's
-// id, would see none of the snapshots the source added before the copy,
-// and their rows would silently not be merged. "" when the history is
-// plain.
-func aliased(baseMeta, srcMeta table.Metadata) string {
-	b := baseMeta.SnapshotByName(table.MainBranch)
-	if b == nil {
-		return ""
-	}
-	for s := srcMeta.SnapshotByName(table.MainBranch); s != nil; {
-		if s.SnapshotID == b.SnapshotID {
-			if s.ManifestList != b.ManifestList {
-				return fmt.Sprintf("the source's history reaches the base's snapshot %d through a cherry-picked copy of it "+
-					"(this branch was merged into the other before), so what the source added since the base cannot be told apart; "+
-					"merge the table with FORCE or DROP, or rewrite it on the target", b.SnapshotID)
-			}
-			return ""
-		}
-		if s.ParentSnapshotID == nil {
-			return ""
-		}
-		s = srcMeta.SnapshotByID(*s.ParentSnapshotID)
-	}
-	return ""
 }
 
 func sourceID(s table.Snapshot) (int64, bool) {
