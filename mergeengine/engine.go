@@ -166,22 +166,19 @@ func (e *Engine) MergeTables(ctx context.Context, req versionstore.MergeRequest)
 	}
 }
 
-// attempt plans and commits once; retry says the target moved under a
-// resolved table.
+// attempt merges once; retry says the target moved under a resolved
+// table. It runs the caller's merge first, as it is: most merges have no
+// table changed on both sides and are done then, planned once. Only a
+// conflict the engine can resolve takes the engine's path, which merges
+// again with the resolved tables. The store reports conflicts before it
+// asks the check, so a conflicting merge is judged by the check (403) only
+// once its resolution is known, on exactly what it writes, and one the
+// engine cannot resolve fails with the store's conflict (409) as before.
 func (e *Engine) attempt(ctx context.Context, req versionstore.MergeRequest) (*Result, bool, error) {
-	plan := req
-	plan.DryRun, plan.Check = true, nil
-	res, err := e.store.Merge(ctx, plan)
+	res, err := e.store.Merge(ctx, req)
 	var ce *versionstore.ConflictError
 	if err == nil || res == nil || !errors.As(err, &ce) {
-		if err != nil {
-			return &Result{MergeResult: res}, false, err
-		}
-		// No conflicts: the plain merge, with the caller's check. A
-		// conflict now means the target changed a key in between: plan
-		// again, which resolves it if it is a table floe can merge.
-		res, err := e.store.Merge(ctx, req)
-		return &Result{MergeResult: res}, errors.As(err, &ce), err
+		return &Result{MergeResult: res}, false, err
 	}
 	keys, ok := e.resolvable(req, res)
 	if !ok {
