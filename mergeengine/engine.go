@@ -368,7 +368,11 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 		}
 	}
 	out.Merged, out.Picked = true, cp.Snapshots
-	out.Reason = fmt.Sprintf("%s: cherry-picked %d snapshot(s) of the source onto the target's head", c.Class, len(cp.Snapshots))
+	verb := "cherry-picked"
+	if req.DryRun {
+		verb = "would cherry-pick"
+	}
+	out.Reason = fmt.Sprintf("%s: %s %d snapshot(s) of the source onto the target's head", c.Class, verb, len(cp.Snapshots))
 	return out, icebergtable.TableContent(tgt.ID, f), nil
 }
 
@@ -422,13 +426,15 @@ func sourceID(s table.Snapshot) (int64, bool) {
 	return id, true
 }
 
-// annotate appends each table's outcome to its conflict's message, in
-// the details and the conflict error alike (they may share conflicts).
+// annotate reports a refused merge: each refused table's conflict message
+// ends with the reason, and the tables the engine would have merged are
+// no longer conflicts (they would merge; the refused ones are what
+// blocks), in the details and the conflict error alike.
 func annotate(res *versionstore.MergeResult, ce *versionstore.ConflictError, outcomes []TableOutcome) {
-	notes := map[string]string{}
+	notes, mergeable := map[string]string{}, map[string]bool{}
 	for _, o := range outcomes {
 		if o.Merged {
-			notes[string(o.Key.Encode())] = "floe: " + o.Reason + " (not written: another table was refused)"
+			mergeable[string(o.Key.Encode())] = true
 		} else {
 			notes[string(o.Key.Encode())] = "floe: refused: " + o.Reason
 		}
@@ -444,16 +450,27 @@ func annotate(res *versionstore.MergeResult, ce *versionstore.ConflictError, out
 			*msg += "; " + n
 		}
 	}
-	for _, d := range res.Details {
-		if d.Conflict != nil {
+	for i := range res.Details {
+		d := &res.Details[i]
+		switch {
+		case d.Conflict == nil:
+		case mergeable[string(d.Key.Encode())]:
+			d.Conflict = nil
+		default:
 			note(d.Key, &d.Conflict.Message)
 		}
 	}
-	for i := range ce.Conflicts {
-		if len(ce.Conflicts[i].Key) > 0 {
-			note(ce.Conflicts[i].Key, &ce.Conflicts[i].Message)
+	kept := ce.Conflicts[:0]
+	for _, c := range ce.Conflicts {
+		if len(c.Key) > 0 && mergeable[string(c.Key.Encode())] {
+			continue
 		}
+		if len(c.Key) > 0 {
+			note(c.Key, &c.Message)
+		}
+		kept = append(kept, c)
 	}
+	ce.Conflicts = kept
 }
 
 func touchesAny(ce *versionstore.ConflictError, keys []versionstore.ContentKey) bool {

@@ -159,6 +159,18 @@ type MergeDetail struct {
 	// FloeClassification is floe's classification of the table, when
 	// the request asked for it (MergeRequest.Classify).
 	FloeClassification *Classification `json:"floeClassification,omitempty"`
+	// FloeMerge is what the merge does (a dry run: would do) with the
+	// table, given with FloeClassification when floe's merge engine
+	// decided on it.
+	FloeMerge *TableMerge `json:"floeMerge,omitempty"`
+}
+
+// TableMerge is what a merge does with a table both sides changed.
+type TableMerge struct {
+	// Action is "cherry-pick", "already-merged" or "refuse".
+	Action    string `json:"action"`
+	Snapshots int    `json:"snapshots"`
+	Reason    string `json:"reason"`
 }
 
 // Classification is what floe found two branches did to an Iceberg table

@@ -19,14 +19,19 @@
 // of any one key writes nothing. Denials are 403 FORBIDDEN with the
 // policy's reasons.
 //
-// With Deps.Classifier a dry-run merge classifies each Iceberg table that
-// conflicts at key level (classification.go, package classify): the class
-// and reason go into the conflict's message, Nessie's conflict types stay,
-// and floe's whole document is added only when the request asks for it
-// with ?floe-classification=true.
+// With Deps.Merger (package mergeengine, wired by assemble) a dry-run merge
+// reports what the real merge would do, writing nothing: a table the
+// engine would merge is no conflict, a refused one is a conflict whose
+// message ends with the reason; with ?floe-classification=true each such
+// key's detail carries floe's classification document and what the merge
+// does with the table (floeMerge: cherry-pick N snapshots, already-merged,
+// or refuse and why). Without a Merger, or when a conflict the engine does
+// not resolve fails the merge, Deps.Classifier classifies each Iceberg
+// table that conflicts at key level (classification.go, package classify):
+// the class and reason go into the conflict's message, Nessie's conflict
+// types stay, and the document is added on request as above.
 //
-// With Deps.Merger (package mergeengine, wired by assemble) a merge that
-// is not a dry run no longer fails on an Iceberg table merely because both
+// With Deps.Merger a merge no longer fails on an Iceberg table merely because both
 // sides changed it. For each such key whose merge behavior is NORMAL (the
 // default) and for which the client gave no resolvedContent, the engine
 // classifies the table and, when it is disjoint, or a partition overlap
