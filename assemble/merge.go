@@ -40,6 +40,14 @@ func (m nessieMerger) MergeTables(ctx context.Context, req versionstore.MergeReq
 	return res.MergeResult, nessieOutcomes(res.Tables), err
 }
 
+func (m nessieMerger) TransplantTables(ctx context.Context, req versionstore.TransplantRequest) (*versionstore.MergeResult, []nessie.TableOutcome, error) {
+	res, err := m.e.TransplantTables(ctx, req)
+	if res == nil {
+		return nil, nil, err
+	}
+	return res.MergeResult, nessieOutcomes(res.Tables), err
+}
+
 func nessieOutcomes(ts []mergeengine.TableOutcome) []nessie.TableOutcome {
 	out := make([]nessie.TableOutcome, 0, len(ts))
 	for _, t := range ts {

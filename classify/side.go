@@ -41,7 +41,10 @@ func (s *sideChanges) removedList() []File {
 
 // readSide fills out with what meta's side added since base and returns
 // it indexed. A side that did not change is read for its head only.
-func (c *Classifier) readSide(ctx context.Context, out *Side, base, meta table.Metadata, changed bool) (*sideChanges, error) {
+// descends says the side must hold every change of base (else it has
+// diverged); without it the side is what it added since its history met
+// base's.
+func (c *Classifier) readSide(ctx context.Context, out *Side, base, meta table.Metadata, changed, descends bool) (*sideChanges, error) {
 	ch := &sideChanges{
 		partitions: map[Partition]bool{}, dataAdded: map[string]File{}, removed: map[string]File{},
 		deletesAdded: map[string]File{}, dataAddedParts: map[Partition]bool{}, dataRemovedParts: map[Partition]bool{},
@@ -57,7 +60,7 @@ func (c *Classifier) readSide(ctx context.Context, out *Side, base, meta table.M
 	if base != nil {
 		out.StructuralChanges = structuralChanges(base, meta)
 	}
-	chain, diverged := addedSnapshots(base, meta)
+	chain, diverged := addedSnapshots(base, meta, descends)
 	ch.diverged = diverged
 	for _, s := range chain {
 		out.Snapshots = append(out.Snapshots, snapshotReport(s))
@@ -125,10 +128,10 @@ const SummarySourceSnapshotID = "floe.merge.source-snapshot-id"
 // merged back, looks like: the other side's history reaches the base's
 // changes through copies, and only what it added besides is its change.
 //
-// If some change of the base is not in meta's history (a rollback past
-// it, an expired snapshot) the history has diverged and the reason is
-// returned with the snapshots walked.
-func addedSnapshots(base, meta table.Metadata) ([]table.Snapshot, string) {
+// If descends and some change of the base is not in meta's history (a
+// rollback past it, an expired snapshot) the history has diverged and the
+// reason is returned with the snapshots walked.
+func addedSnapshots(base, meta table.Metadata, descends bool) ([]table.Snapshot, string) {
 	// The base's main-ref history, newest first: its snapshots by id
 	// (manifest list) and the changes it holds.
 	physical := map[int64]string{}
@@ -183,6 +186,9 @@ func addedSnapshots(base, meta table.Metadata) ([]table.Snapshot, string) {
 		id = s.ParentSnapshotID
 	}
 	slices.Reverse(chain)
+	if !descends {
+		return chain, ""
+	}
 	// Every change of the base above the meeting point must have been met.
 	for _, b := range baseChain {
 		if met != nil && b.SnapshotID == *met {

@@ -55,7 +55,9 @@ func ParseOverlapRule(s string) (OverlapRule, error) {
 // Store is what the engine needs of the version store.
 type Store interface {
 	Merge(ctx context.Context, req versionstore.MergeRequest) (*versionstore.MergeResult, error)
+	Transplant(ctx context.Context, req versionstore.TransplantRequest) (*versionstore.MergeResult, error)
 	GetContents(ctx context.Context, at versionstore.Hash, keys []versionstore.ContentKey) (map[string]*versionstore.Content, error)
+	ReadCommit(ctx context.Context, h versionstore.Hash) (*versionstore.Commit, error)
 }
 
 // Options configure an Engine.
@@ -281,7 +283,13 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 		out.Reason = "the table was dropped on one side and changed on the other"
 		return out, nil, nil
 	}
-	c, err := e.classifier.Classify(ctx, base, src, tgt)
+	classifyTable := e.classifier.Classify
+	if req.From == (versionstore.Hash{}) {
+		// A transplant (transplant.go): base and source are the table
+		// before and after the transplanted commit.
+		classifyTable = e.classifier.ClassifyTransplant
+	}
+	c, err := classifyTable(ctx, base, src, tgt)
 	if err != nil {
 		return nil, nil, fmt.Errorf("classify: %w", err)
 	}
@@ -306,6 +314,19 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 		}
 	}
 
+	srcFile, err := wh.ReadTable(ctx, src)
+	if err != nil {
+		return nil, nil, fmt.Errorf("source: %w", err)
+	}
+	picks := unpublished(srcFile.Metadata, tgtFile.Metadata, c.Source.Snapshots)
+	if len(picks) == 0 && c.Class != classify.Structural {
+		// Everything the source added is on the target already (merged or
+		// transplanted before): merging it again changes nothing, whatever
+		// the files' overlap says.
+		out.Merged, out.Reason = true, "already merged: every snapshot of the source is on the target"
+		return out, tgt, nil
+	}
+
 	switch c.Class {
 	case classify.Structural:
 		return refuse(c.Reason + " (never merged automatically; merge the table with FORCE to take the source's version)")
@@ -320,17 +341,6 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 		return refuse(c.Reason)
 	}
 
-	srcFile, err := wh.ReadTable(ctx, src)
-	if err != nil {
-		return nil, nil, fmt.Errorf("source: %w", err)
-	}
-	picks := unpublished(srcFile.Metadata, tgtFile.Metadata, c.Source.Snapshots)
-	if len(picks) == 0 {
-		// Everything the source added is on the target already: merging
-		// it again changes nothing.
-		out.Merged, out.Reason = true, "already merged: every snapshot of the source is on the target"
-		return out, tgt, nil
-	}
 	cp, err := tablemerge.CherryPick(ctx, wh, tablemerge.Request{
 		Head: tgtFile.Metadata, HeadLocation: tgtFile.Location, Picks: picks, SourceRef: req.FromRef,
 	})

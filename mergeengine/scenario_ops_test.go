@@ -289,3 +289,51 @@ func (d *scenario) dryRun(t *testing.T, td *datadriven.TestData) string {
 	}
 	return b.String()
 }
+
+// transplant source=B target=T: a transplant of B's head commit onto T
+// through the Nessie API v2 (POST .../history/transplant); the outcome,
+// with the commits written.
+func (d *scenario) transplant(t *testing.T, td *datadriven.TestData) string {
+	st := d.srv.Store
+	source, target := arg(t, td, "source"), arg(t, td, "target")
+	src, err := st.GetRef(source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt, err := st.GetRef(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(map[string]any{"fromRefName": source, "hashesToTransplant": []string{src.Head.String()}})
+	resp, err := http.Post(fmt.Sprintf("%s/api/v2/trees/%s@%s/history/transplant", d.srv.URL, target, tgt.Head), "application/json", bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(out, &e)
+		return fmt.Sprintf("%d %s\n", resp.StatusCode, mask(e.Message))
+	}
+	var res struct {
+		WasApplied bool `json:"wasApplied"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("transplant response %s: %v", out, err)
+	}
+	now, _ := st.GetRef(target)
+	if !res.WasApplied {
+		if now.Head != tgt.Head {
+			t.Fatalf("a transplant that applied nothing moved %s", target)
+		}
+		return "200 nothing to transplant\n"
+	}
+	c, err := st.ReadCommit(t.Context(), now.Head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("200 transplanted: a commit with %d parent(s)\n", len(c.Parents))
+}

@@ -29,10 +29,10 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/cockroachdb/datadriven"
 
-	"github.com/floe-catalog/floe/testkit/testserver"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/rest/nessie"
+	"github.com/floe-catalog/floe/testkit/testserver"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -111,6 +111,8 @@ func (d *scenario) run(t *testing.T, td *datadriven.TestData) string {
 		d.policy.mu.Unlock()
 	case "merge":
 		return d.merge(t, td)
+	case "transplant":
+		return d.transplant(t, td)
 	case "rows":
 		return d.scanRows(t, td)
 	case "snapshots":

@@ -128,9 +128,12 @@ func (m mergeResponse) attach(tables map[string]*tableclass.Table) {
 // a refusal is a *versionstore.ConflictError (possibly wrapped), with the
 // reason in each refused table's conflict message, and nothing written. A
 // dry run (req.DryRun) goes through it too and reports what the real
-// merge would do, writing nothing.
+// merge would do, writing nothing. TransplantTables is the same for a
+// transplant: a table the target changed too is decided on the
+// transplanted commit's own snapshots.
 type Merger interface {
 	MergeTables(ctx context.Context, req versionstore.MergeRequest) (*versionstore.MergeResult, []TableOutcome, error)
+	TransplantTables(ctx context.Context, req versionstore.TransplantRequest) (*versionstore.MergeResult, []TableOutcome, error)
 }
 
 // TableOutcome is what a Merger did, or would do, with one table both

@@ -406,8 +406,18 @@ func (a *api) transplant(r *http.Request) (any, error) {
 		}
 	}
 	req.DryRun = body.DryRun
-	res, err := a.store.Transplant(r.Context(), req)
-	return mergeOutcome(branch, &body, res, err)
+	var res *versionstore.MergeResult
+	var outcomes []TableOutcome
+	if a.merger == nil {
+		res, err = a.store.Transplant(r.Context(), req)
+	} else {
+		res, outcomes, err = a.merger.TransplantTables(r.Context(), req)
+	}
+	out, err := mergeOutcome(branch, &body, res, err)
+	if mr, ok := out.(mergeResponse); ok && wantsClassification(r) {
+		mr.attachOutcomes(outcomes)
+	}
+	return out, err
 }
 
 // unusedModes checks a dry run's outcome: every key given a merge mode
