@@ -144,13 +144,18 @@ func newTransplantCommand() *cobra.Command {
 		Use:   "transplant HASH... --into BRANCH",
 		Short: "Copy commits onto a branch",
 		Long: "Apply the changes of the given commits, oldest first, onto BRANCH as new\n" +
-			"commits. Hashes may be abbreviated to 8 or more digits.",
+			"commits. Hashes may be abbreviated to 8 or more digits. An Iceberg table\n" +
+			"BRANCH changed too is merged by cherry-picking the commit's snapshots, as\n" +
+			"floe merge does; one whose snapshots BRANCH already has is left as it is.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: f.run(func(ctx context.Context, cl *nessieclient.Client, out io.Writer, args []string) error {
 			req := nessieclient.MergeRequest{FromRefName: from, HashesToTransplant: args}
 			if err := m.request(&req); err != nil {
 				return err
 			}
+			// A dry run shows what would happen to each Iceberg table
+			// the target changed too.
+			req.Classify = m.dryRun
 			target, err := m.target(ctx, cl)
 			if err != nil {
 				return err

@@ -150,4 +150,37 @@ func TestMergeDryRunClassification(t *testing.T) {
 	if n := files(); n != before {
 		t.Errorf("the refused dry run left %d metadata files and manifest lists behind", n-before)
 	}
+
+	// A transplant of etl's commit, once the table allows overlaps: the
+	// dry run says it cherry-picks the commit's snapshot, and the
+	// transplant does; a second one has nothing to do.
+	tbl, err = main.LoadTable(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx = tbl.NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{"floe.merge.partition-overlap": "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	commit := e.head("etl")
+	out = e.ok(t, "transplant", commit, "--into", "main", "--from", "etl", "--dry-run")
+	t.Logf("transplant --dry-run:\n%s", out)
+	for _, want := range []string{
+		"Dry run: transplant 1 commit(s) onto main would succeed",
+		"ns.events: partition-overlap: both sides touched day=2026-08-20",
+		"  merge: cherry-pick 1 snapshot(s) of the source onto the target",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("transplant --dry-run lacks %q:\n%s", want, out)
+		}
+	}
+	if out := e.ok(t, "transplant", commit, "--into", "main", "--from", "etl"); !strings.HasPrefix(out, "Done: transplant 1 commit(s) onto main") {
+		t.Errorf("transplant:\n%s", out)
+	}
+	if out := e.ok(t, "transplant", commit, "--into", "main", "--from", "etl"); !strings.HasPrefix(out, "Nothing to do: transplant 1 commit(s) onto main") {
+		t.Errorf("transplant again:\n%s", out)
+	}
 }

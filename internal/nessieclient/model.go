@@ -147,7 +147,8 @@ type MergeRequest struct {
 	// WasSuccessful is false instead of an error.
 	ReturnConflictAsResult bool `json:"returnConflictAsResult,omitempty"`
 	// Classify asks floe for its classification of each Iceberg table
-	// changed on both sides (dry-run merges only; not part of the body).
+	// changed on both sides and what the merge or transplant does with it
+	// (not part of the body).
 	Classify bool `json:"-"`
 }
 
