@@ -110,11 +110,15 @@ func (c *Classifier) classify(ctx context.Context, base, source, target *version
 		tgtMeta = f.Metadata
 	}
 
-	src, err := c.readSide(ctx, &out.Source, baseMeta, srcMeta, srcChanged, true)
+	// A change both sides hold (one has the other's snapshot, or a copy
+	// of it: merged or transplanted before) is common to them, as the
+	// base's changes are: neither side's change, and no overlap.
+	srcHolds, tgtHolds := holds(baseMeta, srcMeta, true), holds(baseMeta, tgtMeta, !transplant)
+	src, err := c.readSide(ctx, &out.Source, baseMeta, srcMeta, srcChanged, true, tgtHolds)
 	if err != nil {
 		return nil, fmt.Errorf("source: %w", err)
 	}
-	tgt, err := c.readSide(ctx, &out.Target, baseMeta, tgtMeta, tgtChanged, !transplant)
+	tgt, err := c.readSide(ctx, &out.Target, baseMeta, tgtMeta, tgtChanged, !transplant, srcHolds)
 	if err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}

@@ -43,8 +43,9 @@ func (s *sideChanges) removedList() []File {
 // it indexed. A side that did not change is read for its head only.
 // descends says the side must hold every change of base (else it has
 // diverged); without it the side is what it added since its history met
-// base's.
-func (c *Classifier) readSide(ctx context.Context, out *Side, base, meta table.Metadata, changed, descends bool) (*sideChanges, error) {
+// base's. Snapshots whose change is in common (the other side holds it:
+// holds) are left out, as the base's are.
+func (c *Classifier) readSide(ctx context.Context, out *Side, base, meta table.Metadata, changed, descends bool, common map[int64]bool) (*sideChanges, error) {
 	ch := &sideChanges{
 		partitions: map[Partition]bool{}, dataAdded: map[string]File{}, removed: map[string]File{},
 		deletesAdded: map[string]File{}, dataAddedParts: map[Partition]bool{}, dataRemovedParts: map[Partition]bool{},
@@ -61,6 +62,9 @@ func (c *Classifier) readSide(ctx context.Context, out *Side, base, meta table.M
 		out.StructuralChanges = structuralChanges(base, meta)
 	}
 	chain, diverged := addedSnapshots(base, meta, descends)
+	chain = slices.DeleteFunc(chain, func(s table.Snapshot) bool {
+		return slices.ContainsFunc(changeIDs(s), func(id int64) bool { return common[id] })
+	})
 	ch.diverged = diverged
 	for _, s := range chain {
 		out.Snapshots = append(out.Snapshots, snapshotReport(s))
@@ -203,6 +207,22 @@ func addedSnapshots(base, meta table.Metadata, descends bool) ([]table.Snapshot,
 		}
 	}
 	return chain, ""
+}
+
+// holds names the changes meta's side added since base (nil when it has
+// no metadata).
+func holds(base, meta table.Metadata, descends bool) map[int64]bool {
+	if meta == nil {
+		return nil
+	}
+	chain, _ := addedSnapshots(base, meta, descends)
+	out := map[int64]bool{}
+	for _, s := range chain {
+		for _, id := range changeIDs(s) {
+			out[id] = true
+		}
+	}
+	return out
 }
 
 // changeIDs names the change s made: its own id and, for a cherry-picked
