@@ -46,7 +46,10 @@
 // nothing is written. FORCE and DROP keep their Nessie meaning: FORCE is
 // how a person takes the source's version of a structurally changed
 // table. Authorization sees the exact contents written, resolved tables
-// included.
+// included. A transplant goes through the Merger too: a table the target
+// changed as well is merged by cherry-picking the transplanted commit's
+// snapshots, and a transplant of snapshots already on the target is a
+// no-op.
 //
 // The package must not import server/ (the composition root, package
 // assemble, calls Register from a server.Mount) nor reach into the version
