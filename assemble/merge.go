@@ -1,11 +1,13 @@
 package assemble
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/floe-catalog/floe/classify"
 	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/mergeengine"
+	"github.com/floe-catalog/floe/rest/nessie"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -20,7 +22,36 @@ func newClassifier(whs icebergtable.Warehouses) *classify.Classifier {
 }
 
 // newMerger builds the merge engine the Nessie API's merges go through.
-func newMerger(cfg Config, store *versionstore.Store, whs icebergtable.Warehouses, logger *slog.Logger) (*mergeengine.Engine, error) {
-	return mergeengine.New(mergeengine.Options{Store: store, Warehouses: whs,
+func newMerger(cfg Config, store *versionstore.Store, whs icebergtable.Warehouses, logger *slog.Logger) (nessieMerger, error) {
+	e, err := mergeengine.New(mergeengine.Options{Store: store, Warehouses: whs,
 		DefaultOverlap: mergeengine.OverlapRule(cfg.MergePartitionOverlap), Logger: logger})
+	return nessieMerger{e}, err
+}
+
+// nessieMerger gives the Nessie API the engine's outcomes in its own
+// terms (the API does not import the engine).
+type nessieMerger struct{ e *mergeengine.Engine }
+
+func (m nessieMerger) MergeTables(ctx context.Context, req versionstore.MergeRequest) (*versionstore.MergeResult, []nessie.TableOutcome, error) {
+	res, err := m.e.MergeTables(ctx, req)
+	if res == nil {
+		return nil, nil, err
+	}
+	return res.MergeResult, nessieOutcomes(res.Tables), err
+}
+
+func (m nessieMerger) TransplantTables(ctx context.Context, req versionstore.TransplantRequest) (*versionstore.MergeResult, []nessie.TableOutcome, error) {
+	res, err := m.e.TransplantTables(ctx, req)
+	if res == nil {
+		return nil, nil, err
+	}
+	return res.MergeResult, nessieOutcomes(res.Tables), err
+}
+
+func nessieOutcomes(ts []mergeengine.TableOutcome) []nessie.TableOutcome {
+	out := make([]nessie.TableOutcome, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, nessie.TableOutcome{Key: t.Key, Classification: t.Classification, Merged: t.Merged, Reason: t.Reason, Picked: len(t.Picked)})
+	}
+	return out
 }

@@ -34,6 +34,20 @@ const mainRef = "main"
 // means the side dropped the table. Errors are for unreadable metadata or
 // manifests; every shape of history, however odd, is a classification.
 func (c *Classifier) Classify(ctx context.Context, base, source, target *versionstore.Content) (*Table, error) {
+	return c.classify(ctx, base, source, target, false)
+}
+
+// ClassifyTransplant is Classify for a transplant: base and source are the
+// table before and after the transplanted commit, and the target, which
+// does not descend from that commit, need not hold every change of base
+// either (it may lack earlier snapshots of the source's branch). Its side
+// is what it did since its history meets base's; only the source's
+// history must descend from base.
+func (c *Classifier) ClassifyTransplant(ctx context.Context, base, source, target *versionstore.Content) (*Table, error) {
+	return c.classify(ctx, base, source, target, true)
+}
+
+func (c *Classifier) classify(ctx context.Context, base, source, target *versionstore.Content, transplant bool) (*Table, error) {
 	out := &Table{CommonPartitions: []Partition{}, ConflictingFiles: []string{}}
 	out.Source, out.Target = emptySide(), emptySide()
 	for _, v := range []*versionstore.Content{base, source, target} {
@@ -96,11 +110,15 @@ func (c *Classifier) Classify(ctx context.Context, base, source, target *version
 		tgtMeta = f.Metadata
 	}
 
-	src, err := c.readSide(ctx, &out.Source, baseMeta, srcMeta, srcChanged)
+	// A change both sides hold (one has the other's snapshot, or a copy
+	// of it: merged or transplanted before) is common to them, as the
+	// base's changes are: neither side's change, and no overlap.
+	srcHolds, tgtHolds := holds(baseMeta, srcMeta, true), holds(baseMeta, tgtMeta, !transplant)
+	src, err := c.readSide(ctx, &out.Source, baseMeta, srcMeta, srcChanged, true, tgtHolds)
 	if err != nil {
 		return nil, fmt.Errorf("source: %w", err)
 	}
-	tgt, err := c.readSide(ctx, &out.Target, baseMeta, tgtMeta, tgtChanged)
+	tgt, err := c.readSide(ctx, &out.Target, baseMeta, tgtMeta, tgtChanged, !transplant, srcHolds)
 	if err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}

@@ -55,7 +55,9 @@ func ParseOverlapRule(s string) (OverlapRule, error) {
 // Store is what the engine needs of the version store.
 type Store interface {
 	Merge(ctx context.Context, req versionstore.MergeRequest) (*versionstore.MergeResult, error)
+	Transplant(ctx context.Context, req versionstore.TransplantRequest) (*versionstore.MergeResult, error)
 	GetContents(ctx context.Context, at versionstore.Hash, keys []versionstore.ContentKey) (map[string]*versionstore.Content, error)
+	ReadCommit(ctx context.Context, h versionstore.Hash) (*versionstore.Commit, error)
 }
 
 // Options configure an Engine.
@@ -166,22 +168,19 @@ func (e *Engine) MergeTables(ctx context.Context, req versionstore.MergeRequest)
 	}
 }
 
-// attempt plans and commits once; retry says the target moved under a
-// resolved table.
+// attempt merges once; retry says the target moved under a resolved
+// table. It runs the caller's merge first, as it is: most merges have no
+// table changed on both sides and are done then, planned once. Only a
+// conflict the engine can resolve takes the engine's path, which merges
+// again with the resolved tables. The store reports conflicts before it
+// asks the check, so a conflicting merge is judged by the check (403) only
+// once its resolution is known, on exactly what it writes, and one the
+// engine cannot resolve fails with the store's conflict (409) as before.
 func (e *Engine) attempt(ctx context.Context, req versionstore.MergeRequest) (*Result, bool, error) {
-	plan := req
-	plan.DryRun, plan.Check = true, nil
-	res, err := e.store.Merge(ctx, plan)
+	res, err := e.store.Merge(ctx, req)
 	var ce *versionstore.ConflictError
 	if err == nil || res == nil || !errors.As(err, &ce) {
-		if err != nil {
-			return &Result{MergeResult: res}, false, err
-		}
-		// No conflicts: the plain merge, with the caller's check. A
-		// conflict now means the target changed a key in between: plan
-		// again, which resolves it if it is a table floe can merge.
-		res, err := e.store.Merge(ctx, req)
-		return &Result{MergeResult: res}, errors.As(err, &ce), err
+		return &Result{MergeResult: res}, false, err
 	}
 	keys, ok := e.resolvable(req, res)
 	if !ok {
@@ -284,7 +283,13 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 		out.Reason = "the table was dropped on one side and changed on the other"
 		return out, nil, nil
 	}
-	c, err := e.classifier.Classify(ctx, base, src, tgt)
+	classifyTable := e.classifier.Classify
+	if req.From == (versionstore.Hash{}) {
+		// A transplant (transplant.go): base and source are the table
+		// before and after the transplanted commit.
+		classifyTable = e.classifier.ClassifyTransplant
+	}
+	c, err := classifyTable(ctx, base, src, tgt)
 	if err != nil {
 		return nil, nil, fmt.Errorf("classify: %w", err)
 	}
@@ -309,6 +314,19 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 		}
 	}
 
+	srcFile, err := wh.ReadTable(ctx, src)
+	if err != nil {
+		return nil, nil, fmt.Errorf("source: %w", err)
+	}
+	picks := unpublished(srcFile.Metadata, tgtFile.Metadata, c.Source.Snapshots)
+	if len(picks) == 0 && c.Class != classify.Structural {
+		// Everything the source added is on the target already (merged or
+		// transplanted before): merging it again changes nothing, whatever
+		// the files' overlap says.
+		out.Merged, out.Reason = true, "already merged: every snapshot of the source is on the target"
+		return out, tgt, nil
+	}
+
 	switch c.Class {
 	case classify.Structural:
 		return refuse(c.Reason + " (never merged automatically; merge the table with FORCE to take the source's version)")
@@ -324,26 +342,6 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 		return refuse(c.Reason)
 	}
 
-	srcFile, err := wh.ReadTable(ctx, src)
-	if err != nil {
-		return nil, nil, fmt.Errorf("source: %w", err)
-	}
-	if base != nil {
-		baseFile, err := wh.ReadTable(ctx, base)
-		if err != nil {
-			return nil, nil, fmt.Errorf("merge base: %w", err)
-		}
-		if why := aliased(baseFile.Metadata, srcFile.Metadata); why != "" {
-			return refuse(why)
-		}
-	}
-	picks := unpublished(srcFile.Metadata, tgtFile.Metadata, c.Source.Snapshots)
-	if len(picks) == 0 {
-		// Everything the source added is on the target already: merging
-		// it again changes nothing.
-		out.Merged, out.Reason = true, "already merged: every snapshot of the source is on the target"
-		return out, tgt, nil
-	}
 	picks, replaced, why := replayPlan(key, c, srcFile.Metadata, tgtFile.Metadata, picks)
 	if why != "" {
 		if c.Class == classify.FileConflict {
@@ -401,21 +399,35 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 		}
 	}
 	out.Merged, out.Picked = true, cp.Snapshots
-	out.Reason = fmt.Sprintf("%s: cherry-picked %d snapshot(s) of the source onto the target's head", c.Class, len(cp.Snapshots))
+	verb := "cherry-picked"
+	if req.DryRun {
+		verb = "would cherry-pick"
+	}
+	out.Reason = fmt.Sprintf("%s: %s %d snapshot(s) of the source onto the target's head", c.Class, verb, len(cp.Snapshots))
 	if n := replayedCount(cp.Snapshots); n > 0 {
-		out.Reason = fmt.Sprintf("%s: rebased %d snapshot(s) of the source onto the target's head, %d by replaying its recorded operation", c.Class, len(cp.Snapshots), n)
+		verb = "rebased"
+		if req.DryRun {
+			verb = "would rebase"
+		}
+		out.Reason = fmt.Sprintf("%s: %s %d snapshot(s) of the source onto the target's head, %d by replaying its recorded operation",
+			c.Class, verb, len(cp.Snapshots), n)
 	}
 	return out, icebergtable.TableContent(tgt.ID, f), nil
 }
 
 // unpublished turns the source's snapshots since the base into picks,
 // leaving out every snapshot already on the target: the same snapshot
-// (an ancestor the target took by a fast-forward), or one cherry-picked
-// before (its copy names it in SummarySourceSnapshotID). Publishing
-// either again would duplicate its rows.
+// (an ancestor the target took by a fast-forward, or a copy that kept its
+// id), or one cherry-picked before (its copy names it in
+// SummarySourceSnapshotID), or a copy of a snapshot the target has (the
+// source took it by a merge the other way). Publishing any again would
+// duplicate its rows.
 func unpublished(srcMeta, tgtMeta table.Metadata, snaps []classify.Snapshot) []tablemerge.Pick {
+	// A change is named by its snapshot id and, for a copy, the id it
+	// copies (a copy keeps its source's id unless the target had it).
 	onTarget := map[int64]bool{}
 	for _, s := range tgtMeta.Snapshots() {
+		onTarget[s.SnapshotID] = true
 		if src, ok := sourceID(s); ok {
 			onTarget[src] = true
 		}
@@ -426,7 +438,7 @@ func unpublished(srcMeta, tgtMeta table.Metadata, snaps []classify.Snapshot) []t
 		if s == nil {
 			continue // the classifier read it from this metadata; cannot happen
 		}
-		if t := tgtMeta.SnapshotByID(s.SnapshotID); (t != nil && t.ManifestList == s.ManifestList) || onTarget[s.SnapshotID] {
+		if src, ok := sourceID(*s); onTarget[s.SnapshotID] || (ok && onTarget[src]) {
 			continue
 		}
 		p := tablemerge.Pick{Snapshot: *s}
@@ -436,36 +448,6 @@ func unpublished(srcMeta, tgtMeta table.Metadata, snaps []classify.Snapshot) []t
 		picks = append(picks, p)
 	}
 	return picks
-}
-
-// aliased says why the source's history cannot be read against the base
-// when it reaches the base's snapshot id through a different snapshot: a
-// cherry-picked copy that kept its source's id (tablemerge keeps ids the
-// target does not have). That happens when a branch merged into another
-// is merged back the other way: the classifier, which walks to the base's
-// id, would see none of the snapshots the source added before the copy,
-// and their rows would silently not be merged. "" when the history is
-// plain.
-func aliased(baseMeta, srcMeta table.Metadata) string {
-	b := baseMeta.SnapshotByName(table.MainBranch)
-	if b == nil {
-		return ""
-	}
-	for s := srcMeta.SnapshotByName(table.MainBranch); s != nil; {
-		if s.SnapshotID == b.SnapshotID {
-			if s.ManifestList != b.ManifestList {
-				return fmt.Sprintf("the source's history reaches the base's snapshot %d through a cherry-picked copy of it "+
-					"(this branch was merged into the other before), so what the source added since the base cannot be told apart; "+
-					"merge the table with FORCE or DROP, or rewrite it on the target", b.SnapshotID)
-			}
-			return ""
-		}
-		if s.ParentSnapshotID == nil {
-			return ""
-		}
-		s = srcMeta.SnapshotByID(*s.ParentSnapshotID)
-	}
-	return ""
 }
 
 func sourceID(s table.Snapshot) (int64, bool) {
@@ -483,13 +465,15 @@ func sourceID(s table.Snapshot) (int64, bool) {
 	return id, true
 }
 
-// annotate appends each table's outcome to its conflict's message, in
-// the details and the conflict error alike (they may share conflicts).
+// annotate reports a refused merge: each refused table's conflict message
+// ends with the reason, and the tables the engine would have merged are
+// no longer conflicts (they would merge; the refused ones are what
+// blocks), in the details and the conflict error alike.
 func annotate(res *versionstore.MergeResult, ce *versionstore.ConflictError, outcomes []TableOutcome) {
-	notes := map[string]string{}
+	notes, mergeable := map[string]string{}, map[string]bool{}
 	for _, o := range outcomes {
 		if o.Merged {
-			notes[string(o.Key.Encode())] = "floe: " + o.Reason + " (not written: another table was refused)"
+			mergeable[string(o.Key.Encode())] = true
 		} else {
 			notes[string(o.Key.Encode())] = "floe: refused: " + o.Reason
 		}
@@ -505,16 +489,27 @@ func annotate(res *versionstore.MergeResult, ce *versionstore.ConflictError, out
 			*msg += "; " + n
 		}
 	}
-	for _, d := range res.Details {
-		if d.Conflict != nil {
+	for i := range res.Details {
+		d := &res.Details[i]
+		switch {
+		case d.Conflict == nil:
+		case mergeable[string(d.Key.Encode())]:
+			d.Conflict = nil
+		default:
 			note(d.Key, &d.Conflict.Message)
 		}
 	}
-	for i := range ce.Conflicts {
-		if len(ce.Conflicts[i].Key) > 0 {
-			note(ce.Conflicts[i].Key, &ce.Conflicts[i].Message)
+	kept := ce.Conflicts[:0]
+	for _, c := range ce.Conflicts {
+		if len(c.Key) > 0 && mergeable[string(c.Key.Encode())] {
+			continue
 		}
+		if len(c.Key) > 0 {
+			note(c.Key, &c.Message)
+		}
+		kept = append(kept, c)
 	}
+	ce.Conflicts = kept
 }
 
 func touchesAny(ce *versionstore.ConflictError, keys []versionstore.ContentKey) bool {

@@ -29,15 +29,20 @@ func directive(line string) *datadriven.TestData {
 }
 
 // movingStore moves the target under the engine: before the first merge
-// that is not a dry run, it runs move (an append on the target).
+// that carries resolved content (the engine's commit of a plan), it runs
+// move (an append on the target).
 type movingStore struct {
 	mergeengine.Store
 	move   func()
-	writes atomic.Int32
+	writes atomic.Int32 // merges with resolved content
 }
 
 func (s *movingStore) Merge(ctx context.Context, req versionstore.MergeRequest) (*versionstore.MergeResult, error) {
-	if !req.DryRun && s.writes.Add(1) == 1 {
+	resolved := false
+	for _, m := range req.KeyModes {
+		resolved = resolved || m.Resolved != nil
+	}
+	if resolved && !req.DryRun && s.writes.Add(1) == 1 {
 		s.move()
 	}
 	return s.Store.Merge(ctx, req)

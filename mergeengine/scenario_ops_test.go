@@ -33,10 +33,15 @@ func mask(s string) string {
 	return longNumber.ReplaceAllString(s, "<id>")
 }
 
-// merge source=B target=T [force=NS.NAME,...]: a merge through the Nessie
-// API v2, as `floe merge` sends it; the outcome, with the target's new
-// head's parents when a commit was written.
+// merge source=B target=T [force=NS.NAME,...] [dry-run]: a merge through
+// the Nessie API v2, as `floe merge` sends it; the outcome, with the
+// target's new head's parents when a commit was written. A dry run asks
+// for floe's classification and reports each key: its conflict, if any,
+// the table's class and what the merge would do (floeMerge).
 func (d *scenario) merge(t *testing.T, td *datadriven.TestData) string {
+	if td.HasArg("dry-run") {
+		return d.dryRun(t, td)
+	}
 	st := d.srv.Store
 	source, target := arg(t, td, "source"), arg(t, td, "target")
 	src, err := st.GetRef(source)
@@ -220,4 +225,124 @@ func (d *scenario) head(t *testing.T, td *datadriven.TestData) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf("%d parent(s): %s\n", len(c.Parents), mask(c.Message))
+}
+
+func (d *scenario) dryRun(t *testing.T, td *datadriven.TestData) string {
+	st := d.srv.Store
+	source, target := arg(t, td, "source"), arg(t, td, "target")
+	src, err := st.GetRef(source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt, err := st.GetRef(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(map[string]any{"fromRefName": source, "fromHash": src.Head.String(), "dryRun": true, "returnConflictAsResult": true})
+	resp, err := http.Post(fmt.Sprintf("%s/api/v2/trees/%s@%s/history/merge?floe-classification=true", d.srv.URL, target, tgt.Head), "application/json", bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(out, &e)
+		return fmt.Sprintf("%d %s\n", resp.StatusCode, mask(e.Message))
+	}
+	var res struct {
+		WasApplied    bool `json:"wasApplied"`
+		WasSuccessful bool `json:"wasSuccessful"`
+		Details       []struct {
+			Key struct {
+				Elements []string `json:"elements"`
+			} `json:"key"`
+			Conflict *struct {
+				ConflictType string `json:"conflictType"`
+				Message      string `json:"message"`
+			} `json:"conflict"`
+			FloeClassification *struct {
+				Class string `json:"class"`
+			} `json:"floeClassification"`
+			FloeMerge *struct {
+				Action    string `json:"action"`
+				Snapshots int    `json:"snapshots"`
+				Reason    string `json:"reason"`
+			} `json:"floeMerge"`
+		} `json:"details"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("merge response %s: %v", out, err)
+	}
+	if now, _ := st.GetRef(target); res.WasApplied || now.Head != tgt.Head {
+		t.Fatalf("a dry run moved %s (applied %v)", target, res.WasApplied)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "200 dry run: successful %v\n", res.WasSuccessful)
+	for _, det := range res.Details {
+		fmt.Fprintf(&b, "%s:", strings.Join(det.Key.Elements, "."))
+		if det.Conflict != nil {
+			fmt.Fprintf(&b, " conflict %s", det.Conflict.ConflictType)
+		} else {
+			b.WriteString(" no conflict")
+		}
+		if det.FloeClassification != nil {
+			fmt.Fprintf(&b, "; class %s", det.FloeClassification.Class)
+		}
+		if m := det.FloeMerge; m != nil {
+			fmt.Fprintf(&b, "; merge: %s %d: %s", m.Action, m.Snapshots, mask(m.Reason))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// transplant source=B target=T: a transplant of B's head commit onto T
+// through the Nessie API v2 (POST .../history/transplant); the outcome,
+// with the commits written.
+func (d *scenario) transplant(t *testing.T, td *datadriven.TestData) string {
+	st := d.srv.Store
+	source, target := arg(t, td, "source"), arg(t, td, "target")
+	src, err := st.GetRef(source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt, err := st.GetRef(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(map[string]any{"fromRefName": source, "hashesToTransplant": []string{src.Head.String()}})
+	resp, err := http.Post(fmt.Sprintf("%s/api/v2/trees/%s@%s/history/transplant", d.srv.URL, target, tgt.Head), "application/json", bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(out, &e)
+		return fmt.Sprintf("%d %s\n", resp.StatusCode, mask(e.Message))
+	}
+	var res struct {
+		WasApplied bool `json:"wasApplied"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("transplant response %s: %v", out, err)
+	}
+	now, _ := st.GetRef(target)
+	if !res.WasApplied {
+		if now.Head != tgt.Head {
+			t.Fatalf("a transplant that applied nothing moved %s", target)
+		}
+		return "200 nothing to transplant\n"
+	}
+	c, err := st.ReadCommit(t.Context(), now.Head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("200 transplanted: a commit with %d parent(s)\n", len(c.Parents))
 }

@@ -112,6 +112,8 @@ func (d *scenario) run(t *testing.T, td *datadriven.TestData) string {
 		d.policy.mu.Unlock()
 	case "merge":
 		return d.merge(t, td)
+	case "transplant":
+		return d.transplant(t, td)
 	case "rows":
 		return d.scanRows(t, td)
 	case "snapshots":

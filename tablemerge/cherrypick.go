@@ -162,11 +162,24 @@ func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) 
 	res := &Result{Builder: b}
 	fail := func(err error) (*Result, error) { return res, err }
 
+	// The changes on the target: its snapshots and the sources its
+	// cherry-picked copies name (a copy lists copies of its source's
+	// manifests, so manifest paths alone do not tell).
+	published := map[int64]bool{}
+	for _, s := range head.Snapshots() {
+		published[s.SnapshotID] = true
+		if s.Summary != nil {
+			if v, err := strconv.ParseInt(s.Summary.Properties[SummarySourceSnapshotID], 10, 64); err == nil {
+				published[v] = true
+			}
+		}
+	}
 	for _, p := range req.Picks {
 		src := p.Snapshot
-		if s, _ := b.SnapshotByID(src.SnapshotID); s != nil && s.ManifestList == src.ManifestList {
+		if published[src.SnapshotID] {
 			return fail(fmt.Errorf("%w: snapshot %d", ErrAlreadyPublished, src.SnapshotID))
 		}
+		published[src.SnapshotID] = true
 		seq++
 		id := src.SnapshotID
 		for s, _ := b.SnapshotByID(id); s != nil; s, _ = b.SnapshotByID(id) {

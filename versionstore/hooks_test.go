@@ -453,7 +453,7 @@ func TestMergeResolvedContent(t *testing.T) {
 	}
 	if _, err := s.Transplant(ctx, TransplantRequest{Target: "main", ExpectedTarget: head(t, s, "main"), Commits: []Hash{f.devHead},
 		KeyModes: []KeyMergeMode{mode}}); !errors.Is(err, ErrInvalid) {
-		t.Errorf("transplant with resolved content: %v, want ErrInvalid", err)
+		t.Errorf("transplant with resolved content for a key it does not put: %v, want ErrInvalid", err)
 	}
 
 	// The target moves on db.a after the caller resolved: a conflict,
@@ -507,6 +507,58 @@ func TestMergeResolvedContent(t *testing.T) {
 	}
 	if !sawA {
 		t.Fatalf("the check did not see db.a go from a3 to the resolved content: %+v", checked)
+	}
+}
+
+// TestTransplantResolvedContent: a transplant resolves a key changed on
+// both sides with content the caller computed (the merge engine's
+// cherry-pick of a transplanted table), in the replay of the commit that
+// changes it, only while the target holds what the caller resolved
+// against; resolved content for a key no commit puts is refused.
+func TestTransplantResolvedContent(t *testing.T) {
+	ctx := t.Context()
+	f := newMergeFixture(t, Options{})
+	s := f.s
+	a3 := table("a3")
+	a3.ID = f.aID
+	mustCommit(t, s, "main", put(key("db", "a"), a3))
+	mainA, err := s.GetContent(ctx, head(t, s, "main"), key("db", "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := s.ReadCommit(ctx, f.devHead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putA := dev.Parent() // puts db.a and db.new
+	transplant := func(modes ...KeyMergeMode) (*MergeResult, error) {
+		return s.Transplant(ctx, TransplantRequest{Target: "main", ExpectedTarget: head(t, s, "main"), Commits: []Hash{putA}, KeyModes: modes, Committer: "tester"})
+	}
+	if _, err := transplant(); !errors.Is(err, ErrReferenceConflict) {
+		t.Fatalf("transplant without a resolution: %v, want a conflict on db.a", err)
+	}
+	resolved := &Content{Type: IcebergTable, MetadataLocation: "a-picked", SnapshotID: 9}
+	stale := *mainA
+	stale.MetadataLocation = "a-older"
+	before := head(t, s, "main")
+	if res, err := transplant(KeyMergeMode{Key: key("db", "a"), Behavior: MergeNormal, ExpectedTarget: &stale, Resolved: resolved}); !errors.Is(err, ErrReferenceConflict) || head(t, s, "main") != before {
+		t.Fatalf("transplant resolved against a stale target value: %+v, %v", res, err)
+	}
+	res, err := transplant(KeyMergeMode{Key: key("db", "a"), Behavior: MergeNormal, ExpectedTarget: mainA, Resolved: resolved})
+	if err != nil || !res.WasApplied || len(res.Commits) != 1 || len(res.Commits[0].Parents) != 1 {
+		t.Fatalf("transplant with resolved content: %+v, %v", res, err)
+	}
+	got, err := s.GetContent(ctx, res.ResultantHash, key("db", "a"))
+	if err != nil || got.MetadataLocation != "a-picked" || got.ID != f.aID {
+		t.Fatalf("db.a after the transplant: %+v, %v; want the resolved content under its id", got, err)
+	}
+	if n, err := s.GetContent(ctx, res.ResultantHash, key("db", "new")); err != nil || n.MetadataLocation != "n1" {
+		t.Fatalf("db.new after the transplant: %+v, %v", n, err)
+	}
+	// f.devHead only deletes db.gone: resolved content for db.a is unused.
+	if _, err := s.Transplant(ctx, TransplantRequest{Target: "main", ExpectedTarget: head(t, s, "main"), Commits: []Hash{f.devHead},
+		KeyModes: []KeyMergeMode{{Key: key("db", "a"), Behavior: MergeNormal, ExpectedTarget: got, Resolved: resolved}}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("transplant with resolved content for a key it does not put: %v, want ErrInvalid", err)
 	}
 }
 

@@ -30,15 +30,18 @@ type KeyMergeMode struct {
 	// the target holds exactly this value (the same content hash) when the
 	// merge commit is made, in place of the usual rule that the target
 	// still holds the merge base's value. With FORCE or DROP it adds that
-	// check to a behavior that otherwise checks nothing. Merges only.
+	// check to a behavior that otherwise checks nothing. In a transplant it
+	// is what the target must hold when a replayed commit changes the key:
+	// give it only for a key one of the commits changes.
 	ExpectedTarget *Content
 	// Resolved, if set, is written for the key instead of the source's
 	// value: the caller's resolution of a key changed on both sides,
 	// computed above the store (Nessie's resolvedContent). It needs
 	// ExpectedTarget, which is what makes it safe: the store writes it only
 	// if the target still holds what the caller resolved against, and the
-	// source is a commit, which cannot change. Only with NORMAL, only for a
-	// key the source puts, and only in merges. It keeps the target's
+	// source is a commit, which cannot change. Only with NORMAL and only
+	// for a key the source puts (in a transplant, that one of the commits
+	// puts: it is written in that commit's replay). It keeps the target's
 	// content id and type; an empty ID takes the target's.
 	Resolved *Content
 }
@@ -151,8 +154,7 @@ type keyMode struct {
 }
 
 // newMergeModes checks and prepares the merge modes. resolving says
-// whether ExpectedTarget and Resolved are allowed (merges, not
-// transplants).
+// whether ExpectedTarget and Resolved are allowed.
 func newMergeModes(def MergeBehavior, keys []KeyMergeMode, resolving bool) (mergeModes, error) {
 	if def == "" {
 		def = MergeNormal
@@ -680,7 +682,7 @@ func (s *Store) Transplant(ctx context.Context, req TransplantRequest) (*MergeRe
 	if len(req.Commits) == 0 {
 		return nil, fmt.Errorf("%w: transplant needs at least one commit", ErrInvalid)
 	}
-	modes, err := newMergeModes(req.DefaultMode, req.KeyModes, false)
+	modes, err := newMergeModes(req.DefaultMode, req.KeyModes, true)
 	if err != nil {
 		return nil, err
 	}
@@ -711,6 +713,18 @@ func (t *refTxn) planTransplant(ctx context.Context, req TransplantRequest, mode
 	}
 	res := &MergeResult{EffectiveTargetHash: ref.Head, ExpectedHash: req.ExpectedTarget, ResultantHash: ref.Head}
 	p := &mergePlan{onto: ref.Head, result: res, reads: map[string]bool{}}
+	// Expected and resolved values, as in planMerge: only for reading and
+	// for the replayed commits (the scratch overlay is never written).
+	for _, km := range modes.byKey {
+		if km.expectedPut != nil {
+			t.ov.putEncoded(km.expectedPut.data, km.expectedPut.hash, km.expectedPut.content)
+		}
+	}
+	p.puts = modes.resolvedPuts()
+	for _, put := range p.puts {
+		t.ov.putEncoded(put.data, put.hash, put.content)
+	}
+	resolved := map[string]bool{}
 	var conflicts []Conflict
 	for _, h := range req.Commits {
 		src, err := t.ov.commit(ctx, h)
@@ -737,7 +751,7 @@ func (t *refTxn) planTransplant(ctx context.Context, req TransplantRequest, mode
 			p.reads[string(k)] = true
 			changes = append(changes, keyChange{key: k, base: pv, baseOK: pok, source: op.Value, sourceOK: op.Kind == OpPut})
 		}
-		ops, details, cs, err := t.resolveChanges(ctx, head.Tree, changes, modes, nil)
+		ops, details, cs, err := t.resolveChanges(ctx, head.Tree, changes, modes, resolved)
 		if err != nil {
 			return nil, err
 		}
@@ -759,6 +773,9 @@ func (t *refTxn) planTransplant(ctx context.Context, req TransplantRequest, mode
 	}
 	if len(conflicts) > 0 {
 		return nil, &conflictResult{ConflictError: &ConflictError{Ref: t.name, Conflicts: conflicts}, result: res}
+	}
+	if err := modes.resolvedUsed(resolved); err != nil {
+		return nil, err
 	}
 	res.WasSuccessful = true
 	return p, nil

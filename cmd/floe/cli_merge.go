@@ -92,9 +92,11 @@ func newMergeCommand() *cobra.Command {
 			"partitions (or the same ones, as the table's floe.merge.partition-overlap\n" +
 			"allows); other conflicting keys fail the merge, listed with their conflict\n" +
 			"type and floe's reason, unless --mode or --default-mode says to FORCE or DROP them.\n" +
-			"With --dry-run, each Iceberg table changed on both sides is classified\n" +
-			"(fast-forward, disjoint, partition-overlap, file-conflict, structural) with\n" +
-			"the partitions and files each side touched.",
+			"With --dry-run, nothing is written and the report is what the merge would\n" +
+			"do: each Iceberg table changed on both sides is classified (disjoint,\n" +
+			"partition-overlap, file-conflict, structural) with the partitions and files\n" +
+			"each side touched, and what the merge does with it (cherry-pick N snapshots,\n" +
+			"or refuse and why); the dry run fails when the merge would.",
 		Args: cobra.ExactArgs(1),
 		RunE: f.run(func(ctx context.Context, cl *nessieclient.Client, out io.Writer, args []string) error {
 			var req nessieclient.MergeRequest
@@ -110,9 +112,9 @@ func newMergeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// A dry run shows what would conflict and floe's classification
-			// of each table changed on both sides, then fails as a real
-			// merge would.
+			// A dry run shows what the merge would do, floe's
+			// classification of each table changed on both sides included,
+			// and fails when the real merge would.
 			req.ReturnConflictAsResult, req.Classify = m.dryRun, m.dryRun
 			res, err := cl.Merge(ctx, target.Name, target.Hash, req)
 			if err != nil {
@@ -142,13 +144,18 @@ func newTransplantCommand() *cobra.Command {
 		Use:   "transplant HASH... --into BRANCH",
 		Short: "Copy commits onto a branch",
 		Long: "Apply the changes of the given commits, oldest first, onto BRANCH as new\n" +
-			"commits. Hashes may be abbreviated to 8 or more digits.",
+			"commits. Hashes may be abbreviated to 8 or more digits. An Iceberg table\n" +
+			"BRANCH changed too is merged by cherry-picking the commit's snapshots, as\n" +
+			"floe merge does; one whose snapshots BRANCH already has is left as it is.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: f.run(func(ctx context.Context, cl *nessieclient.Client, out io.Writer, args []string) error {
 			req := nessieclient.MergeRequest{FromRefName: from, HashesToTransplant: args}
 			if err := m.request(&req); err != nil {
 				return err
 			}
+			// A dry run shows what would happen to each Iceberg table
+			// the target changed too.
+			req.Classify = m.dryRun
 			target, err := m.target(ctx, cl)
 			if err != nil {
 				return err
@@ -217,9 +224,11 @@ func conflictList(res *nessieclient.MergeResponse) string {
 // class.
 func printClassifications(out io.Writer, res *nessieclient.MergeResponse) error {
 	var cs []*nessieclient.Classification
+	merges := map[string]*nessieclient.TableMerge{}
 	for _, d := range res.Details {
 		if d.FloeClassification != nil {
 			cs = append(cs, d.FloeClassification)
+			merges[d.Key.String()] = d.FloeMerge
 		}
 	}
 	if len(cs) == 0 {
@@ -245,9 +254,25 @@ func printClassifications(out io.Writer, res *nessieclient.MergeResponse) error 
 		return err
 	}
 	for _, c := range cs {
-		fmt.Fprintf(out, "%s: %s: %s\n", nessieclient.ContentKey{Elements: c.Key}.String(), c.Class, c.Reason)
+		name := nessieclient.ContentKey{Elements: c.Key}.String()
+		fmt.Fprintf(out, "%s: %s: %s\n", name, c.Class, c.Reason)
+		if m := merges[name]; m != nil {
+			fmt.Fprintf(out, "  %s\n", mergeAction(m))
+		}
 	}
 	return nil
+}
+
+// mergeAction says what the merge does with a table, in words.
+func mergeAction(m *nessieclient.TableMerge) string {
+	switch m.Action {
+	case "cherry-pick":
+		return fmt.Sprintf("merge: cherry-pick %d snapshot(s) of the source onto the target", m.Snapshots)
+	case "already-merged":
+		return "merge: nothing to pick (every snapshot of the source is on the target)"
+	default:
+		return "merge: refuse: " + m.Reason
+	}
 }
 
 // snapshotOps summarizes a side's snapshots: "2 (append, overwrite)".

@@ -330,7 +330,11 @@ func (c *Client) Merge(ctx context.Context, branch, expectedHash string, req Mer
 // Transplant copies commits onto branch, which must be at expectedHash.
 func (c *Client) Transplant(ctx context.Context, branch, expectedHash string, req MergeRequest) (*MergeResponse, error) {
 	var r MergeResponse
-	if err := c.do(ctx, http.MethodPost, "/trees/"+seg(branch+"@"+expectedHash)+"/history/transplant", nil, req, &r); err != nil {
+	var q url.Values
+	if req.Classify {
+		q = url.Values{"floe-classification": {"true"}}
+	}
+	if err := c.do(ctx, http.MethodPost, "/trees/"+seg(branch+"@"+expectedHash)+"/history/transplant", q, req, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil

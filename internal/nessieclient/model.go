@@ -147,7 +147,8 @@ type MergeRequest struct {
 	// WasSuccessful is false instead of an error.
 	ReturnConflictAsResult bool `json:"returnConflictAsResult,omitempty"`
 	// Classify asks floe for its classification of each Iceberg table
-	// changed on both sides (dry-run merges only; not part of the body).
+	// changed on both sides and what the merge or transplant does with it
+	// (not part of the body).
 	Classify bool `json:"-"`
 }
 
@@ -159,6 +160,18 @@ type MergeDetail struct {
 	// FloeClassification is floe's classification of the table, when
 	// the request asked for it (MergeRequest.Classify).
 	FloeClassification *Classification `json:"floeClassification,omitempty"`
+	// FloeMerge is what the merge does (a dry run: would do) with the
+	// table, given with FloeClassification when floe's merge engine
+	// decided on it.
+	FloeMerge *TableMerge `json:"floeMerge,omitempty"`
+}
+
+// TableMerge is what a merge does with a table both sides changed.
+type TableMerge struct {
+	// Action is "cherry-pick", "already-merged" or "refuse".
+	Action    string `json:"action"`
+	Snapshots int    `json:"snapshots"`
+	Reason    string `json:"reason"`
 }
 
 // Classification is what floe found two branches did to an Iceberg table

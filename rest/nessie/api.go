@@ -56,7 +56,7 @@ type Deps struct {
 	// finds changed on both sides (classification.go); nil reports plain key
 	// conflicts, as Nessie does.
 	Classifier Classifier
-	// Merger, if set, performs merges that are not dry runs: it resolves
+	// Merger, if set, performs merges, dry runs included: it resolves
 	// Iceberg tables changed on both sides by cherry-picking the source's
 	// snapshots where allowed (package mergeengine); nil merges at key
 	// level only, as Nessie does.

@@ -123,9 +123,61 @@ func (m mergeResponse) attach(tables map[string]*tableclass.Table) {
 
 // Merger merges a source into a target branch, resolving the Iceberg
 // tables both sides changed where it can (package mergeengine implements
-// it). It returns what the store's Merge returns: a refusal is a
-// *versionstore.ConflictError (possibly wrapped), with the reason in each
-// refused table's conflict message, and nothing written.
+// it, through assemble). It returns what the store's Merge returns, and
+// what it did (or, for a dry run, would do) with each table it classified:
+// a refusal is a *versionstore.ConflictError (possibly wrapped), with the
+// reason in each refused table's conflict message, and nothing written. A
+// dry run (req.DryRun) goes through it too and reports what the real
+// merge would do, writing nothing. TransplantTables is the same for a
+// transplant: a table the target changed too is decided on the
+// transplanted commit's own snapshots.
 type Merger interface {
-	Merge(ctx context.Context, req versionstore.MergeRequest) (*versionstore.MergeResult, error)
+	MergeTables(ctx context.Context, req versionstore.MergeRequest) (*versionstore.MergeResult, []TableOutcome, error)
+	TransplantTables(ctx context.Context, req versionstore.TransplantRequest) (*versionstore.MergeResult, []TableOutcome, error)
+}
+
+// TableOutcome is what a Merger did, or would do, with one table both
+// sides changed.
+type TableOutcome struct {
+	Key            versionstore.ContentKey
+	Classification *tableclass.Table // nil when the table could not be read
+	Merged         bool              // merged (or, in a dry run, mergeable)
+	Reason         string            // what was merged, or why it was refused
+	Picked         int               // snapshots cherry-picked onto the target
+}
+
+// floeMergeJSON is a detail's floeMerge: what the merge does with the
+// table (given with floeClassification).
+type floeMergeJSON struct {
+	// Action is "cherry-pick", "already-merged" (everything the source
+	// added is on the target) or "refuse".
+	Action    string `json:"action"`
+	Snapshots int    `json:"snapshots"`
+	Reason    string `json:"reason"`
+}
+
+func floeMerge(o TableOutcome) *floeMergeJSON {
+	switch {
+	case !o.Merged:
+		return &floeMergeJSON{Action: "refuse", Reason: o.Reason}
+	case o.Picked == 0:
+		return &floeMergeJSON{Action: "already-merged", Reason: o.Reason}
+	default:
+		return &floeMergeJSON{Action: "cherry-pick", Snapshots: o.Picked, Reason: o.Reason}
+	}
+}
+
+// attachOutcomes puts each table's classification and outcome into its
+// detail.
+func (m mergeResponse) attachOutcomes(outcomes []TableOutcome) {
+	byKey := map[string]TableOutcome{}
+	for _, o := range outcomes {
+		byKey[keyString(o.Key)] = o
+	}
+	for i := range m.Details {
+		if o, ok := byKey[keyString(m.Details[i].Key.Elements)]; ok {
+			m.Details[i].FloeClassification = o.Classification
+			m.Details[i].FloeMerge = floeMerge(o)
+		}
+	}
 }

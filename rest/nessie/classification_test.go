@@ -53,10 +53,11 @@ func (e *testEnv) appendDay(warehouse string, id icetable.Identifier, day string
 }
 
 // TestDryRunMergeClassifiesTables: a dry-run merge of a branch that
-// appended to other partitions than main reports the key conflict with
-// Nessie's types, and floe's classification in the message; with
-// floe-classification=true the detail carries the whole document. A real
-// merge still fails as a plain key conflict.
+// appended to other partitions than main reports what the real merge
+// would do: the table is no conflict (the merge engine cherry-picks it),
+// and Nessie clients get Nessie's shape; with floe-classification=true
+// the detail carries floe's classification and what the merge does
+// (floeMerge). The real merge then lands as the dry run said.
 func TestDryRunMergeClassifiesTables(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
@@ -81,6 +82,7 @@ func TestDryRunMergeClassifiesTables(t *testing.T) {
 	e.appendDay("lake@dev", id, "2026-08-20", 2)
 	e.appendDay("lake", id, "2026-08-21", 3)
 
+	mainHead := e.head("main")
 	body := map[string]any{"fromRefName": "dev", "fromHash": e.head("dev"), "dryRun": true, "returnConflictAsResult": true}
 	mergePath := func(q string) string {
 		return "/trees/" + url.PathEscape("main@"+e.head("main")) + "/history/merge" + q
@@ -95,15 +97,14 @@ func TestDryRunMergeClassifiesTables(t *testing.T) {
 		Details       []detail `json:"details"`
 	}
 	e.ok(http.MethodPost, mergePath(""), body, http.StatusOK, &plain)
-	if plain.WasSuccessful || len(plain.Details) != 1 || plain.Details[0].Conflict == nil {
+	if !plain.WasSuccessful || len(plain.Details) != 1 || plain.Details[0].Conflict != nil {
 		t.Fatalf("dry run: %+v", plain)
-	}
-	c := plain.Details[0].Conflict
-	if c.ConflictType != "VALUE_DIFFERS" || !strings.Contains(c.Message, "floe: disjoint: the sides touched different partitions (source day=2026-08-20; target day=2026-08-21)") {
-		t.Fatalf("conflict %+v", c)
 	}
 	if plain.Details[0].FloeClassification != nil {
 		t.Fatalf("a Nessie client got floe's document: %s", plain.Details[0].FloeClassification)
+	}
+	if e.head("main") != mainHead {
+		t.Fatal("the dry run moved main")
 	}
 
 	var full struct {
@@ -125,6 +126,10 @@ func TestDryRunMergeClassifiesTables(t *testing.T) {
 					} `json:"snapshots"`
 				} `json:"source"`
 			} `json:"floeClassification"`
+			FloeMerge *struct {
+				Action    string `json:"action"`
+				Snapshots int    `json:"snapshots"`
+			} `json:"floeMerge"`
 		} `json:"details"`
 	}
 	e.ok(http.MethodPost, mergePath("?floe-classification=true"), body, http.StatusOK, &full)
@@ -136,12 +141,16 @@ func TestDryRunMergeClassifiesTables(t *testing.T) {
 		t.Fatalf("classification %+v", fc)
 	}
 
-	// Without returnConflictAsResult the dry run is a 409 whose conflicts
-	// carry the classification too.
+	if m := full.Details[0].FloeMerge; m == nil || m.Action != "cherry-pick" || m.Snapshots != 1 {
+		t.Fatalf("floeMerge %+v", m)
+	}
+
+	// Without returnConflictAsResult the dry run is the same 200: there
+	// is no conflict.
 	delete(body, "returnConflictAsResult")
-	ne := e.fail(http.MethodPost, mergePath(""), body, http.StatusConflict, "REFERENCE_CONFLICT")
-	if ne.ErrorDetails == nil || len(ne.ErrorDetails.Conflicts) != 1 || !strings.Contains(ne.ErrorDetails.Conflicts[0].Message, "floe: disjoint") {
-		t.Fatalf("409: %+v", ne)
+	e.ok(http.MethodPost, mergePath(""), body, http.StatusOK, &plain)
+	if !plain.WasSuccessful || plain.Details[0].Conflict != nil {
+		t.Fatalf("dry run: %+v", plain)
 	}
 
 	// A real merge resolves the disjoint table (package mergeengine): it

@@ -19,14 +19,19 @@
 // of any one key writes nothing. Denials are 403 FORBIDDEN with the
 // policy's reasons.
 //
-// With Deps.Classifier a dry-run merge classifies each Iceberg table that
-// conflicts at key level (classification.go, package classify): the class
-// and reason go into the conflict's message, Nessie's conflict types stay,
-// and floe's whole document is added only when the request asks for it
-// with ?floe-classification=true.
+// With Deps.Merger (package mergeengine, wired by assemble) a dry-run merge
+// reports what the real merge would do, writing nothing: a table the
+// engine would merge is no conflict, a refused one is a conflict whose
+// message ends with the reason; with ?floe-classification=true each such
+// key's detail carries floe's classification document and what the merge
+// does with the table (floeMerge: cherry-pick N snapshots, already-merged,
+// or refuse and why). Without a Merger, or when a conflict the engine does
+// not resolve fails the merge, Deps.Classifier classifies each Iceberg
+// table that conflicts at key level (classification.go, package classify):
+// the class and reason go into the conflict's message, Nessie's conflict
+// types stay, and the document is added on request as above.
 //
-// With Deps.Merger (package mergeengine, wired by assemble) a merge that
-// is not a dry run no longer fails on an Iceberg table merely because both
+// With Deps.Merger a merge no longer fails on an Iceberg table merely because both
 // sides changed it. For each such key whose merge behavior is NORMAL (the
 // default) and for which the client gave no resolvedContent, the engine
 // classifies the table and, when it is disjoint, or a partition overlap
@@ -41,7 +46,10 @@
 // nothing is written. FORCE and DROP keep their Nessie meaning: FORCE is
 // how a person takes the source's version of a structurally changed
 // table. Authorization sees the exact contents written, resolved tables
-// included.
+// included. A transplant goes through the Merger too: a table the target
+// changed as well is merged by cherry-picking the transplanted commit's
+// snapshots, and a transplant of snapshots already on the target is a
+// no-op.
 //
 // The package must not import server/ (the composition root, package
 // assemble, calls Register from a server.Mount) nor reach into the version

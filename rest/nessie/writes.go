@@ -238,6 +238,9 @@ type contentKeyDetailsJSON struct {
 	// FloeClassification is floe's classification of the table, given
 	// only to clients that ask for it (classification.go).
 	FloeClassification *tableclass.Table `json:"floeClassification,omitempty"`
+	// FloeMerge is what the merge does with the table, given with
+	// FloeClassification when the merge engine decided on the table.
+	FloeMerge *floeMergeJSON `json:"floeMerge,omitempty"`
 }
 
 type mergeResponse struct {
@@ -344,18 +347,24 @@ func (a *api) merge(r *http.Request) (any, error) {
 	}
 	req.DryRun = body.DryRun
 	var res *versionstore.MergeResult
-	if body.DryRun || a.merger == nil {
+	var outcomes []TableOutcome
+	if a.merger == nil {
 		res, err = a.store.Merge(r.Context(), req)
 	} else {
-		res, err = a.merger.Merge(r.Context(), req)
+		// Dry runs too: a dry run reports what the merge would do.
+		res, outcomes, err = a.merger.MergeTables(r.Context(), req)
 	}
 	var tables map[string]*tableclass.Table
-	if body.DryRun {
+	if body.DryRun && len(outcomes) == 0 {
+		// No table was decided by the engine (there is none, or a
+		// conflict it does not resolve fails the merge): classify the
+		// conflicting tables for the report.
 		tables = a.classifyConflicts(r.Context(), from, res, err)
 	}
 	out, err := mergeOutcome(branch, &body, res, err)
 	if mr, ok := out.(mergeResponse); ok && wantsClassification(r) {
 		mr.attach(tables)
+		mr.attachOutcomes(outcomes)
 	}
 	return out, err
 }
@@ -397,8 +406,18 @@ func (a *api) transplant(r *http.Request) (any, error) {
 		}
 	}
 	req.DryRun = body.DryRun
-	res, err := a.store.Transplant(r.Context(), req)
-	return mergeOutcome(branch, &body, res, err)
+	var res *versionstore.MergeResult
+	var outcomes []TableOutcome
+	if a.merger == nil {
+		res, err = a.store.Transplant(r.Context(), req)
+	} else {
+		res, outcomes, err = a.merger.TransplantTables(r.Context(), req)
+	}
+	out, err := mergeOutcome(branch, &body, res, err)
+	if mr, ok := out.(mergeResponse); ok && wantsClassification(r) {
+		mr.attachOutcomes(outcomes)
+	}
+	return out, err
 }
 
 // unusedModes checks a dry run's outcome: every key given a merge mode

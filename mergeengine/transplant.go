@@ -1,0 +1,137 @@
+package mergeengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/floe-catalog/floe/versionstore"
+)
+
+// Transplant is TransplantTables with the store's result only, the shape
+// of the store's own Transplant.
+func (e *Engine) Transplant(ctx context.Context, req versionstore.TransplantRequest) (*versionstore.MergeResult, error) {
+	res, err := e.TransplantTables(ctx, req)
+	if res == nil {
+		return nil, err
+	}
+	return res.MergeResult, err
+}
+
+// TransplantTables replays req.Commits onto req.Target as the store's
+// Transplant does. A key that conflicts only because the target changed an
+// Iceberg table that one of the commits changes (VALUE_DIFFERS, merge
+// behavior NORMAL, no resolution given by the caller) is decided as a
+// merge decides it, on the commit's own change: the table before and after
+// the commit against the target's (classify.ClassifyTransplant), and where
+// allowed the commit's snapshots are cherry-picked onto the target's head
+// and written in that commit's replay. A snapshot already on the target
+// (merged or transplanted before) is not picked again; a transplant of
+// nothing new is a no-op. A key changed by several of the commits keeps its
+// plain conflict. Any refusal writes nothing; req.DryRun writes nothing
+// either.
+func (e *Engine) TransplantTables(ctx context.Context, req versionstore.TransplantRequest) (*Result, error) {
+	for attempt := 1; ; attempt++ {
+		res, retry, err := e.attemptTransplant(ctx, req)
+		if !retry || attempt >= maxAttempts {
+			return res, err
+		}
+		e.logger.InfoContext(ctx, "transplant: the target changed a resolved table while the transplant was committed; planning again",
+			"target", req.Target, "attempt", attempt, "err", err)
+	}
+}
+
+// attemptTransplant is attempt for a transplant.
+func (e *Engine) attemptTransplant(ctx context.Context, req versionstore.TransplantRequest) (*Result, bool, error) {
+	res, err := e.store.Transplant(ctx, req)
+	var ce *versionstore.ConflictError
+	if err == nil || res == nil || !errors.As(err, &ce) {
+		return &Result{MergeResult: res}, false, err
+	}
+	keys, ok := e.resolvable(versionstore.MergeRequest{KeyModes: req.KeyModes}, res)
+	if !ok {
+		return &Result{MergeResult: res}, false, err
+	}
+	keys = slices.CompactFunc(keys, slices.Equal) // one detail per replayed commit
+	changedBy, ok, rerr := e.changingCommits(ctx, req.Commits, keys)
+	if rerr != nil {
+		return &Result{MergeResult: res}, false, rerr
+	}
+	if !ok {
+		return &Result{MergeResult: res}, false, err // a key several commits change
+	}
+
+	// What resolveTable needs of a merge request; no From marks it a
+	// transplant (classified by ClassifyTransplant).
+	pick := versionstore.MergeRequest{Target: req.Target, FromRef: req.FromRef, DryRun: req.DryRun}
+	var w written
+	var outcomes, refused []TableOutcome
+	modes := slices.Clone(req.KeyModes)
+	for _, k := range keys {
+		c := changedBy[string(k.Encode())]
+		contents, err := e.contentsAt(ctx, []versionstore.ContentKey{k}, c.Parent(), c.Hash, res.EffectiveTargetHash)
+		if err != nil {
+			w.remove(ctx, e)
+			return &Result{MergeResult: res}, false, err
+		}
+		enc := string(k.Encode())
+		base, src, tgt := contents[0][enc], contents[1][enc], contents[2][enc]
+		out, resolved, err := e.resolveTable(ctx, k, base, src, tgt, pick, &w)
+		if err != nil {
+			e.logger.WarnContext(ctx, "transplant: cannot merge a table changed on both sides by content", "key", k.String(), "err", err)
+			out, resolved = &TableOutcome{Key: k, Reason: "cannot merge the table by content: " + err.Error()}, nil
+		}
+		outcomes = append(outcomes, *out)
+		if !out.Merged {
+			refused = append(refused, *out)
+			continue
+		}
+		modes = append(modes, versionstore.KeyMergeMode{Key: k, Behavior: versionstore.MergeNormal, ExpectedTarget: tgt, Resolved: resolved})
+	}
+	if len(refused) > 0 {
+		w.remove(ctx, e)
+		annotate(res, ce, outcomes)
+		return &Result{MergeResult: res, Tables: outcomes}, false, &RefusedError{Conflict: ce, Tables: refused}
+	}
+
+	final := req
+	final.KeyModes = modes
+	tres, err := e.store.Transplant(ctx, final)
+	out := &Result{MergeResult: tres, Tables: outcomes}
+	if err != nil || req.DryRun || tres == nil || !tres.WasApplied {
+		w.remove(ctx, e)
+	}
+	if err != nil && errors.As(err, &ce) && touchesAny(ce, keys) {
+		return out, true, err
+	}
+	return out, false, err
+}
+
+// changingCommits finds, for each key, the one commit of commits that
+// changes it; false if some key is changed by more than one (its change
+// is then not one commit's snapshots).
+func (e *Engine) changingCommits(ctx context.Context, commits []versionstore.Hash, keys []versionstore.ContentKey) (map[string]*versionstore.Commit, bool, error) {
+	want := map[string]bool{}
+	for _, k := range keys {
+		want[string(k.Encode())] = true
+	}
+	by := map[string]*versionstore.Commit{}
+	for _, h := range commits {
+		c, err := e.store.ReadCommit(ctx, h)
+		if err != nil {
+			return nil, false, fmt.Errorf("read transplanted commit %s: %w", h, err)
+		}
+		for _, op := range c.Operations {
+			k := string(op.Key.Encode())
+			if !want[k] {
+				continue
+			}
+			if prev, ok := by[k]; ok && prev.Hash != c.Hash {
+				return nil, false, nil
+			}
+			by[k] = c
+		}
+	}
+	return by, len(by) == len(want), nil
+}
