@@ -48,7 +48,7 @@ type Process struct {
 type ServiceError struct {
 	// Service is "version store", "warehouse", "authentication",
 	// "decision log", "policy engine", "iceberg REST API", "merge engine",
-	// "floe API" or "HTTP server".
+	// "garbage collector", "floe API" or "HTTP server".
 	Service string
 	Err     error
 }
@@ -167,8 +167,16 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 		}
 	}
 
+	collector, err := p.newCollector(cfg, p.store, warehouses, logger, registry)
+	if err != nil {
+		return nil, &ServiceError{Service: "garbage collector", Err: err}
+	}
+
 	floeDeps := cfg.Floe
 	floeDeps.Store, floeDeps.Logger = p.store, logger
+	if floeDeps.GC == nil {
+		floeDeps.GC = collector
+	}
 	if floeDeps.Principal == nil {
 		floeDeps.Principal = principalID
 	}
@@ -187,6 +195,9 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	var workers sync.WaitGroup
 	workers.Go(func() { iceberg.ExpireRecords(workCtx) })
+	if cfg.GC.Interval > 0 {
+		workers.Go(func() { collector.Schedule(workCtx, cfg.GC.Interval) })
+	}
 	p.onClose("background workers", func() error {
 		stopWork()
 		workers.Wait()

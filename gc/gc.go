@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +78,12 @@ type Collector struct {
 	metrics *metrics
 	running atomic.Bool
 	exclude []string
+
+	// base ends every run when the collector closes; background runs
+	// (Start, Schedule) are tracked by wg.
+	base  context.Context
+	close context.CancelFunc
+	wg    sync.WaitGroup
 }
 
 // ErrRunning is returned when a run is asked for while one is going on.
@@ -106,6 +113,7 @@ func New(opts Options) (*Collector, error) {
 		opts.batchSize = 1000
 	}
 	c := &Collector{opts: opts, log: opts.Logger}
+	c.base, c.close = context.WithCancel(context.Background())
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -152,13 +160,85 @@ func (c *Collector) Run(ctx context.Context, ro RunOptions) (*Report, error) {
 		return nil, ErrRunning
 	}
 	defer c.running.Store(false)
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	defer context.AfterFunc(c.base, stop)()
+	return c.runOnce(ctx, ro, c.opts.Now())
+}
+
+// Result is the end of a run Start began.
+type Result struct {
+	Report *Report
+	Err    error
+}
+
+// Start begins a run in the background, ended only by Close, and returns
+// its id (the ID of its report) and where its result will arrive. It
+// fails with ErrRunning when a run is going on.
+func (c *Collector) Start(ro RunOptions) (string, <-chan Result, error) {
+	if !c.running.CompareAndSwap(false, true) {
+		return "", nil, ErrRunning
+	}
+	if c.base.Err() != nil {
+		c.running.Store(false)
+		return "", nil, fmt.Errorf("gc: %w", c.base.Err())
+	}
+	start := c.opts.Now()
+	out := make(chan Result, 1)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer c.running.Store(false)
+		rep, err := c.runOnce(c.base, ro, start)
+		out <- Result{Report: rep, Err: err}
+	}()
+	return reportID(start), out, nil
+}
+
+// Schedule runs a collection every interval until ctx ends or the
+// collector closes; a run still going on when the next is due is not
+// doubled (that tick is skipped).
+func (c *Collector) Schedule(ctx context.Context, interval time.Duration) {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	defer context.AfterFunc(c.base, stop)()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		_, err := c.Run(ctx, RunOptions{Principal: "schedule"})
+		if errors.Is(err, ErrRunning) {
+			c.log.Info("gc: scheduled run skipped: a run is going on")
+		} else if err != nil && ctx.Err() == nil {
+			c.log.Error("gc: scheduled run failed", "error", err)
+		}
+	}
+}
+
+// Close ends the run going on, if any, and waits for background runs to
+// stop. Runs asked for afterwards fail.
+func (c *Collector) Close() error {
+	c.close()
+	c.wg.Wait()
+	return nil
+}
+
+// Running reports whether a run is going on.
+func (c *Collector) Running() bool { return c.running.Load() }
+
+func reportID(start time.Time) string { return start.UTC().Format("20060102T150405.000000000Z") }
+
+func (c *Collector) runOnce(ctx context.Context, ro RunOptions, start time.Time) (*Report, error) {
 	grace := c.opts.Grace
 	if ro.Grace > 0 {
 		grace = ro.Grace
 	}
-	start := c.opts.Now()
 	rep := &Report{
-		ID: start.UTC().Format("20060102T150405.000000000Z"), Started: start.UTC(), DryRun: ro.DryRun,
+		ID: reportID(start), Started: start.UTC(), DryRun: ro.DryRun,
 		Grace: grace.String(), Principal: ro.Principal,
 	}
 	err := c.run(ctx, ro, grace, rep)

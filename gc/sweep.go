@@ -63,6 +63,7 @@ func (s *sweeper) sweep(ctx context.Context) error {
 	if err := s.flush(ctx); err != nil {
 		return err
 	}
+	s.rep.Tables = []TableSummary{}
 	for _, ts := range s.tables {
 		s.rep.Tables = append(s.rep.Tables, *ts)
 	}

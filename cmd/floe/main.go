@@ -49,7 +49,7 @@ func newRootCommand() *cobra.Command {
 		Long: "floe is a git-like catalog for Apache Iceberg: engines talk to it through the\n" +
 			"Iceberg REST catalog API while every change lands as a commit in a\n" +
 			"whole-catalog history with branches, tags and merges.\n\n" +
-			"The client commands (branch, tag, log, diff, show, ls, merge, transplant)\n" +
+			"The client commands (branch, tag, log, diff, show, ls, merge, transplant, gc)\n" +
 			"take these flags before or after the command name:\n" +
 			"  --server URL       the floe server (default " + defaultServer + ") [$FLOE_SERVER]\n" +
 			"  --json             print the API's JSON objects instead of tables\n" +
@@ -62,7 +62,7 @@ func newRootCommand() *cobra.Command {
 	root.CompletionOptions.DisableDefaultCmd = true
 	registerGlobalClientFlags(root)
 	plainBoolHelp(root)
-	root.AddCommand(newServeCommand(), newVersionCommand(), newBranchCommand(), newTagCommand(), newLogCommand(), newDiffCommand(), newShowCommand(), newLsCommand(), newMergeCommand(), newTransplantCommand(), newAuthCommand())
+	root.AddCommand(newServeCommand(), newVersionCommand(), newBranchCommand(), newTagCommand(), newLogCommand(), newDiffCommand(), newShowCommand(), newLsCommand(), newMergeCommand(), newTransplantCommand(), newAuthCommand(), newGCCommand())
 	return root
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/floe-catalog/floe/gc"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -42,6 +43,8 @@ type Deps struct {
 	// Guard asks the policy engine about every operation; nil allows
 	// everything.
 	Guard *authz.Guard
+	// GC runs garbage collection (POST /gc, GET /gc/last).
+	GC *gc.Collector
 }
 
 // API is floe's own API over its services.
@@ -50,6 +53,7 @@ type API struct {
 	logger    *slog.Logger
 	principal func(*http.Request) string
 	guard     *authz.Guard
+	gc        *gc.Collector
 }
 
 // New builds the API over deps.
@@ -57,7 +61,7 @@ func New(deps Deps) (*API, error) {
 	if deps.Store == nil {
 		return nil, errors.New("floe API: no version store")
 	}
-	a := &API{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard}
+	a := &API{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, gc: deps.GC}
 	if a.logger == nil {
 		a.logger = slog.New(slog.DiscardHandler)
 	}
@@ -82,9 +86,11 @@ type reply struct {
 
 // routes lists every operation of the API. Capabilities append theirs.
 func (a *API) routes() []route {
-	return []route{
+	routes := []route{
 		{http.MethodGet, "/openapi.yaml", nil}, // served raw, below
 	}
+	routes = append(routes, a.gcRoutes()...)
+	return routes
 }
 
 // Register adds the API's routes under Prefix to r, behind authentication
