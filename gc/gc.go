@@ -272,9 +272,11 @@ func (c *Collector) run(ctx context.Context, ro RunOptions, grace time.Duration,
 		}
 	}()
 	mk := newMarker(c, m, rep)
+	begin := c.opts.Now()
 	if err := mk.markUntilStable(ctx); err != nil {
 		return fmt.Errorf("mark: %w", err)
 	}
+	rep.MarkSeconds = c.opts.Now().Sub(begin).Seconds()
 	if c.opts.afterMark != nil {
 		c.opts.afterMark()
 	}

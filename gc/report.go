@@ -49,6 +49,10 @@ type Report struct {
 	Outcome string `json:"outcome"`
 	Error   string `json:"error,omitempty"`
 
+	// MarkSeconds is the first mark's time, until the references held
+	// still; the rest of DurationSeconds is the sweep (with its re-marks).
+	MarkSeconds float64 `json:"markSeconds"`
+
 	// The mark.
 	MarkRounds        int   `json:"markRounds"`
 	Refs              int   `json:"refs"`
