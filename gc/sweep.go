@@ -47,7 +47,7 @@ func (s *sweeper) sweep(ctx context.Context) error {
 	for _, w := range s.c.opts.Warehouses {
 		err := w.WalkFiles(ctx, func(f icebergtable.StoredFile) error {
 			// A warehouse nested in another lists its own files.
-			if icebergtable.Innermost(f.Location, s.c.opts.Warehouses) != w {
+			if len(s.c.opts.Warehouses) > 1 && icebergtable.Innermost(f.Location, s.c.opts.Warehouses) != w {
 				return nil
 			}
 			canon := canonical(f.Location)
