@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ const old = 4 * 24 * time.Hour // older than the default grace period
 func build(l *lake) (goneDir string) {
 	l.create("main", "ns.a")
 	l.appendRows("main", "ns.a", 10)
+	l.deleteID("main", "ns.a", 3) // a position delete file
 	l.create("main", "ns.b")
 	l.appendRows("main", "ns.b", 5)
 	l.branch("dev", "main", versionstore.Branch)
@@ -91,12 +93,28 @@ func TestDryRunThenRunDeletesOnlyWhatNoRefReaches(t *testing.T) {
 			metaFile = f
 		}
 	}
-	ex, err := c.Run(t.Context(), gc.RunOptions{DryRun: true, Explain: []string{metaFile}})
+	// And every file of ns.a's data: data files and the position delete
+	// file are live, as what they are.
+	asked := []string{metaFile}
+	dataDir := l.tableDir("main", "ns.a") + "/data"
+	for f := range before {
+		if strings.HasPrefix(f, dataDir+"/") {
+			asked = append(asked, f)
+		}
+	}
+	ex, err := c.Run(t.Context(), gc.RunOptions{DryRun: true, Explain: asked})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ex.Explained) != 1 || ex.Explained[0].Verdict != gc.VerdictLive {
-		t.Fatalf("explain %s: %+v", metaFile, ex.Explained)
+	kinds := map[string]int{}
+	for _, e := range ex.Explained {
+		if e.Verdict != gc.VerdictLive {
+			t.Fatalf("explain %s: %+v", e.Location, e)
+		}
+		kinds[strings.Fields(strings.TrimPrefix(e.Reason, "live: "))[0]]++
+	}
+	if len(ex.Explained) != len(asked) || kinds["metadata"]+kinds["previous-metadata"] != 1 || kinds["data"] == 0 || kinds["position-deletes"] == 0 {
+		t.Fatalf("explained %d of %d, kinds %v", len(ex.Explained), len(asked), kinds)
 	}
 	t.Logf("explain: %s", ex.Explained[0].Reason)
 

@@ -77,7 +77,8 @@ func (l *lake) expect(ref string) map[string][]int64 {
 	return l.rows[ref]
 }
 
-// create makes table name (NS.T) on branch ref, in a new namespace if needed.
+// create makes table name (NS.T) on branch ref, in a new namespace if
+// needed, deleting rows by position delete files (merge-on-read).
 func (l *lake) create(ref, name string) {
 	l.t.Helper()
 	ctx := l.t.Context()
@@ -89,7 +90,8 @@ func (l *lake) create(ref, name string) {
 			l.t.Fatal(err)
 		}
 	}
-	if _, err := cat.CreateTable(ctx, id, schema); err != nil {
+	props := iceberg.Properties{table.WriteDeleteModeKey: table.WriteModeMergeOnRead}
+	if _, err := cat.CreateTable(ctx, id, schema, catalog.WithProperties(props)); err != nil {
 		l.t.Fatalf("create %s on %s: %v", name, ref, err)
 	}
 	l.expect(ref)[name] = []int64{}
@@ -129,6 +131,20 @@ func (l *lake) appendRows(ref, name string, n int) {
 		l.t.Fatalf("append to %s on %s: %v", name, ref, err)
 	}
 	l.expect(ref)[name] = append(l.expect(ref)[name], ids...)
+}
+
+// deleteID deletes the row with id from a table on ref: a new position
+// delete file.
+func (l *lake) deleteID(ref, name string, id int64) {
+	l.t.Helper()
+	tx := l.load(ref, name).NewTransaction()
+	if err := tx.Delete(l.t.Context(), iceberg.EqualTo(iceberg.Reference("id"), id), nil); err != nil {
+		l.t.Fatalf("delete from %s on %s: %v", name, ref, err)
+	}
+	if _, err := tx.Commit(l.t.Context()); err != nil {
+		l.t.Fatalf("delete from %s on %s: %v", name, ref, err)
+	}
+	l.expect(ref)[name] = slices.DeleteFunc(l.expect(ref)[name], func(v int64) bool { return v == id })
 }
 
 // expireAllButLast removes every snapshot but the current one from the

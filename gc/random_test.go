@@ -57,10 +57,15 @@ func randomHistory(t *testing.T, seed uint64) {
 			l.appendRows(b, name, 1+rng.IntN(5))
 			tables[b] = append(tables[b], name)
 			ops = append(ops, "create "+name+" on "+b)
-		case op < 5:
+		case op < 4:
 			name := pick(tables[b])
 			l.appendRows(b, name, 1+rng.IntN(5))
 			ops = append(ops, "append "+name+" on "+b)
+		case op == 4:
+			name := pick(tables[b])
+			id := l.nextID - int64(rng.IntN(5))
+			l.deleteID(b, name, id)
+			ops = append(ops, fmt.Sprintf("delete id %d from %s on %s", id, name, b))
 		case op == 5:
 			nb := fmt.Sprintf("b%d", step)
 			l.branch(nb, b, versionstore.Branch)

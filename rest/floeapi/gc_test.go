@@ -64,6 +64,10 @@ func TestGCOperations(t *testing.T) {
 	if err := json.Unmarshal(body, &last); status != http.StatusOK || err != nil || last.ID != rep.ID {
 		t.Fatalf("GET /gc/last: %d %s; want report %s", status, body, rep.ID)
 	}
+	if _, body := get(t, s.URL+"/metrics"); !bytes.Contains(body, []byte(`floe_gc_runs_total{dry_run="true",outcome="ok"} 1`)) ||
+		!bytes.Contains(body, []byte("floe_gc_duration_seconds_count 1")) {
+		t.Fatalf("/metrics after one dry run lacks the gc series:\n%s", body)
+	}
 	if status, body = post(t, s.URL+floeapi.Prefix+"/gc", map[string]any{"dryRun": true, "grace": "soon"}); status != http.StatusBadRequest {
 		t.Fatalf("bad grace: %d %s", status, body)
 	}
