@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -44,6 +45,11 @@ func openMarks(tempDir string) (*marks, error) {
 	dir, err := os.MkdirTemp(tempDir, "floe-gc-marks-")
 	if err != nil {
 		return nil, fmt.Errorf("create the mark database's directory: %w", err)
+	}
+	// Absolute, so the sweep can tell it apart from warehouse files when
+	// it lies inside a warehouse.
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
 	}
 	db, err := pebble.Open(dir, &pebble.Options{
 		DisableWAL:   true,
