@@ -1,6 +1,8 @@
 package assemble
 
 import (
+	"time"
+
 	"github.com/floe-catalog/floe/maintenance"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
@@ -50,9 +52,26 @@ type Config struct {
 	MergePartitionOverlap string
 	// RefRetention configures references' retention and their expiry.
 	RefRetention RefRetention
+	// GC configures garbage collection of warehouse files (package gc),
+	// served by floe's API; its schedule is off unless Interval is set.
+	GC GC
 	// Routes are extra routes, mounted after the APIs'; for tests and
 	// embedders. They must only register handlers.
 	Routes []server.Mount
+}
+
+// GC configures garbage collection.
+type GC struct {
+	// Interval runs a collection this often in the background; 0 never
+	// does (runs then come from floe's API only).
+	Interval time.Duration
+	// Grace is how old an unreferenced file must be to go; 0 means
+	// gc.DefaultGrace (3 days).
+	Grace time.Duration
+	// TempDir holds a run's mark database; "" is the system's.
+	TempDir string
+	// ReportFile, if set, receives each real run's report as JSON.
+	ReportFile string
 }
 
 // Security configures authentication and authorization.

@@ -49,7 +49,8 @@ type Process struct {
 type ServiceError struct {
 	// Service is "version store", "warehouse", "authentication",
 	// "decision log", "policy engine", "maintenance locks", "iceberg REST
-	// API", "merge engine", "ref retention", "floe API" or "HTTP server".
+	// API", "merge engine", "ref retention", "garbage collector", "floe API"
+	// or "HTTP server".
 	Service string
 	Err     error
 }
@@ -184,6 +185,10 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	if err != nil {
 		return nil, &ServiceError{Service: "ref retention", Err: err}
 	}
+	collector, err := p.newCollector(cfg, p.store, warehouses, retention, logger, registry)
+	if err != nil {
+		return nil, &ServiceError{Service: "garbage collector", Err: err}
+	}
 
 	floeDeps := cfg.Floe
 	floeDeps.Store, floeDeps.Logger = p.store, logger
@@ -195,6 +200,9 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	}
 	if floeDeps.TableStats == nil && floeDeps.Maintenance != nil {
 		floeDeps.TableStats = maintenance.NewStats(floeDeps.Maintenance, warehouses)
+	}
+	if floeDeps.GC == nil {
+		floeDeps.GC = collector
 	}
 	if floeDeps.Principal == nil {
 		floeDeps.Principal = principalID
@@ -215,6 +223,9 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	var workers sync.WaitGroup
 	workers.Go(func() { iceberg.ExpireRecords(workCtx) })
 	workers.Go(func() { retention.Run(workCtx, cfg.RefRetention.ExpiryInterval) })
+	if cfg.GC.Interval > 0 {
+		workers.Go(func() { collector.Schedule(workCtx, cfg.GC.Interval) })
+	}
 	p.onClose("background workers", func() error {
 		stopWork()
 		workers.Wait()

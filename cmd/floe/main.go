@@ -50,7 +50,7 @@ func newRootCommand() *cobra.Command {
 			"Iceberg REST catalog API while every change lands as a commit in a\n" +
 			"whole-catalog history with branches, tags and merges.\n\n" +
 			"The client commands (branch, tag, log, diff, show, ls, merge, transplant,\n" +
-			"maintenance, table)\n" +
+			"maintenance, table, gc)\n" +
 			"take these flags before or after the command name:\n" +
 			"  --server URL       the floe server (default " + defaultServer + ") [$FLOE_SERVER]\n" +
 			"  --json             print the API's JSON objects instead of tables\n" +
@@ -64,7 +64,7 @@ func newRootCommand() *cobra.Command {
 	registerGlobalClientFlags(root)
 	plainBoolHelp(root)
 	root.AddCommand(newServeCommand(), newVersionCommand(), newBranchCommand(), newTagCommand(), newLogCommand(), newDiffCommand(), newShowCommand(), newLsCommand(), newMergeCommand(), newTransplantCommand(), newAuthCommand(),
-		newMaintenanceCommand(), newTableCommand())
+		newMaintenanceCommand(), newTableCommand(), newGCCommand())
 	return root
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/floe-catalog/floe/gc"
 	"github.com/floe-catalog/floe/maintenance"
 	"github.com/floe-catalog/floe/refretention"
 	"github.com/floe-catalog/floe/rest/authz"
@@ -50,6 +51,8 @@ type Deps struct {
 	// table statistics (maintenance.go); nil answers 501.
 	Maintenance *maintenance.Service
 	TableStats  *maintenance.Stats
+	// GC runs garbage collection (POST /gc, GET /gc/last).
+	GC *gc.Collector
 }
 
 // API is floe's own API over its services.
@@ -62,6 +65,7 @@ type API struct {
 
 	maintenance *maintenance.Service
 	tableStats  *maintenance.Stats
+	gc          *gc.Collector
 }
 
 // New builds the API over deps.
@@ -69,7 +73,7 @@ func New(deps Deps) (*API, error) {
 	if deps.Store == nil {
 		return nil, errors.New("floe API: no version store")
 	}
-	a := &API{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard}
+	a := &API{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, gc: deps.GC}
 	a.retention = deps.Retention
 	a.maintenance, a.tableStats = deps.Maintenance, deps.TableStats
 	if a.logger == nil {
@@ -101,6 +105,7 @@ func (a *API) routes() []route {
 	}
 	routes = append(routes, a.refRoutes()...)
 	routes = append(routes, a.maintenanceRoutes()...)
+	routes = append(routes, a.gcRoutes()...)
 	return routes
 }
 
