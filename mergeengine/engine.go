@@ -158,13 +158,19 @@ func (e *Engine) Merge(ctx context.Context, req versionstore.MergeRequest) (*ver
 // writes nothing. req.DryRun is honoured: a dry run plans and checks but
 // writes neither files nor commits.
 func (e *Engine) MergeTables(ctx context.Context, req versionstore.MergeRequest) (*Result, error) {
-	for attempt := 1; ; attempt++ {
-		res, retry, err := e.attempt(ctx, req)
-		if !retry || attempt >= maxAttempts {
+	return e.untilSettled(ctx, "merge", req.Target, func() (*Result, bool, error) { return e.attempt(ctx, req) })
+}
+
+// untilSettled runs attempt again while it says the target moved under a
+// resolved table, at most maxAttempts times in all.
+func (e *Engine) untilSettled(ctx context.Context, op, target string, attempt func() (*Result, bool, error)) (*Result, error) {
+	for n := 1; ; n++ {
+		res, retry, err := attempt()
+		if !retry || n >= maxAttempts {
 			return res, err
 		}
-		e.logger.InfoContext(ctx, "merge: the target changed a resolved table while the merge was committed; planning again",
-			"target", req.Target, "attempt", attempt, "err", err)
+		e.logger.InfoContext(ctx, op+": the target changed a resolved table while the "+op+" was committed; planning again",
+			"target", target, "attempt", n, "err", err)
 	}
 }
 

@@ -32,14 +32,7 @@ func (e *Engine) Transplant(ctx context.Context, req versionstore.TransplantRequ
 // plain conflict. Any refusal writes nothing; req.DryRun writes nothing
 // either.
 func (e *Engine) TransplantTables(ctx context.Context, req versionstore.TransplantRequest) (*Result, error) {
-	for attempt := 1; ; attempt++ {
-		res, retry, err := e.attemptTransplant(ctx, req)
-		if !retry || attempt >= maxAttempts {
-			return res, err
-		}
-		e.logger.InfoContext(ctx, "transplant: the target changed a resolved table while the transplant was committed; planning again",
-			"target", req.Target, "attempt", attempt, "err", err)
-	}
+	return e.untilSettled(ctx, "transplant", req.Target, func() (*Result, bool, error) { return e.attemptTransplant(ctx, req) })
 }
 
 // attemptTransplant is attempt for a transplant.

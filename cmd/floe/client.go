@@ -45,29 +45,27 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 // the default, sending FLOE_TOKEN as a bearer token. The token has no flag
 // so that it never shows in a process listing.
 func (f *clientFlags) client(cmd *cobra.Command) (*nessieclient.Client, error) {
-	server := f.server
-	if !cmd.Flags().Changed("server") {
-		if v := os.Getenv("FLOE_SERVER"); v != "" {
-			server = v
-		}
-	}
-	return nessieclient.New(server, nessieclient.Options{
+	return nessieclient.New(f.serverURL(cmd), nessieclient.Options{
 		Token:     os.Getenv("FLOE_TOKEN"),
 		Timeout:   f.timeout,
 		UserAgent: "floe/" + version,
 	})
 }
 
+// serverURL is --server, else FLOE_SERVER, else the default.
+func (f *clientFlags) serverURL(cmd *cobra.Command) string {
+	if !cmd.Flags().Changed("server") {
+		if v := os.Getenv("FLOE_SERVER"); v != "" {
+			return v
+		}
+	}
+	return f.server
+}
+
 // floeClient is client for floe's own API (/api/floe/v1): the same
 // server, token and timeout.
 func (f *clientFlags) floeClient(cmd *cobra.Command) (*floeclient.Client, error) {
-	server := f.server
-	if !cmd.Flags().Changed("server") {
-		if v := os.Getenv("FLOE_SERVER"); v != "" {
-			server = v
-		}
-	}
-	return floeclient.New(server, floeclient.Options{
+	return floeclient.New(f.serverURL(cmd), floeclient.Options{
 		Token:     os.Getenv("FLOE_TOKEN"),
 		Timeout:   f.timeout,
 		UserAgent: "floe/" + version,
