@@ -1,11 +1,14 @@
 package mergeengine_test
 
 // TestMergeProperty runs random sequences of appends, deletes, overwrites
-// and compactions on two catalog branches (main and dev) of real
+// (whole-day deletes and overwrites half the time with a floe.operation
+// record) and compactions on two catalog branches (main and dev) of real
 // partitioned tables, merges dev into main through the Nessie API after
 // each round (and, after a refusal, sometimes again with FORCE for the
 // refused tables), and compares what floe did with a model of the
-// snapshots and files each side holds:
+// snapshots and files each side holds (main's side since the merge base
+// is everything it did since dev last took main's changes, walking past
+// the copies of dev's snapshots earlier merges wrote):
 //
 //   - a merge that succeeds leaves on main exactly the rows of the base
 //     with both sides' row changes applied (a full iceberg-go scan), and
@@ -14,8 +17,9 @@ package mergeengine_test
 //     the warehouse's metadata files and manifest lists are unchanged),
 //     and names exactly the tables the model refuses, each with the
 //     class and reason the model predicts (file-conflict, partition-overlap
-//     under refuse or with duplicate identifier keys under check, or a
-//     source snapshot the cherry-pick cannot replay).
+//     under refuse or with duplicate identifier keys under check, a
+//     source snapshot without a record that removes files, or a recorded
+//     one whose replay would lose the target's rows).
 //
 // The model is the merge rules of mergeengine/README.md and
 // classify/README.md restated over in-memory files, not the code.
@@ -86,13 +90,35 @@ type modelFile struct {
 	ids []int64
 }
 
-// modelSnap is a snapshot: the files it added and removed. Cherry-picked
-// copies keep the same modelSnap (floe keeps the source's snapshot id when
-// the target does not have it), which is what classify's walk to the
-// merge base's snapshot sees.
+// modelSnap is a snapshot: its operation ("append", "delete",
+// "overwrite", or "replace" for a compaction) and the files it added and
+// removed. A branch that takes a table whole (a fast-forward, FORCE)
+// holds the same modelSnaps. A cherry-picked copy, or a replay, on main is
+// a new modelSnap whose copyOf is the source's: the same change (floe
+// keeps the source's snapshot id and names it in
+// floe.merge.source-snapshot-id), which classify's walk to the merge base
+// goes past. recorded says the snapshot records its operation
+// (floe.operation.*: overwrite-partitions or delete-partitions of day,
+// inputs pinned), so a merge may replay it.
 type modelSnap struct {
 	op             string
 	added, removed []*modelFile
+	copyOf         *modelSnap
+	recorded       bool
+	day            string
+}
+
+// change is the change s made: s itself, or the snapshot it copies.
+func (s *modelSnap) change() *modelSnap {
+	if s.copyOf != nil {
+		return s.copyOf
+	}
+	return s
+}
+
+// touches reports whether s's own file changes touched day.
+func (s *modelSnap) touches(day string) bool {
+	return slices.ContainsFunc(slices.Concat(s.added, s.removed), func(f *modelFile) bool { return f.day == day })
 }
 
 // modelTable is one table on one branch (or at the merge base). version
@@ -116,8 +142,13 @@ func (m *modelTable) clone() *modelTable {
 
 // live returns the table's data files, in the order they were added.
 func (m *modelTable) live() []*modelFile {
-	var out []*modelFile
-	for _, s := range m.chain {
+	return liveAfter(nil, m.chain...)
+}
+
+// liveAfter applies snaps to the files in.
+func liveAfter(in []*modelFile, snaps ...*modelSnap) []*modelFile {
+	out := slices.Clone(in)
+	for _, s := range snaps {
 		for _, f := range s.removed {
 			out = slices.DeleteFunc(out, func(g *modelFile) bool { return g == f })
 		}
@@ -151,48 +182,69 @@ func (m *modelTable) rows() string {
 	return b.String()
 }
 
-// since returns the snapshots of m after base's last one: what the side
-// did since the merge base.
+// since returns what the side m did since the merge base, oldest first,
+// as classify walks it: back from m's head to a snapshot of the base's own
+// history, leaving out on the way every snapshot that is the same change
+// as one of the base's (a copy of it). So main's own changes before a
+// copy of dev's snapshots are main's change, not hidden behind the copy.
 func (m *modelTable) since(t *testing.T, base *modelTable) []*modelSnap {
 	t.Helper()
-	if len(base.chain) == 0 {
-		return m.chain
+	physical, changes := map[*modelSnap]bool{}, map[*modelSnap]bool{}
+	for _, s := range base.chain {
+		physical[s] = true
+		changes[s.change()] = true
 	}
-	head := base.chain[len(base.chain)-1]
-	for i := len(m.chain) - 1; i >= 0; i-- {
-		if m.chain[i] == head {
-			return m.chain[i+1:]
+	var out []*modelSnap
+	met := map[*modelSnap]bool{}
+	i := len(m.chain) - 1
+	for ; i >= 0 && !physical[m.chain[i]]; i-- {
+		if s := m.chain[i]; changes[s.change()] {
+			met[s.change()] = true
+		} else {
+			out = append(out, s)
 		}
 	}
-	t.Fatalf("model: %s does not descend from the merge base", m.name)
-	return nil
+	for j := len(base.chain) - 1; j >= 0 && (i < 0 || base.chain[j] != m.chain[i]); j-- {
+		if !met[base.chain[j].change()] {
+			t.Fatalf("model: %s does not hold the merge base's changes", m.name)
+		}
+	}
+	slices.Reverse(out)
+	return out
 }
 
-// sideChanges are a side's net file changes since the base.
+// sideChanges are what classify reads of a side since the base.
 type sideChanges struct {
-	added, removed map[*modelFile]bool
-	addedDays      map[string]bool
-	parts          map[string]bool // partitions of added or removed files
-	removesFiles   bool            // some snapshot removed a file
+	added, removed map[*modelFile]bool // net: a file added and removed on the side is neither
+	parts          map[string]bool     // partitions of the net added and removed files
+	// rowDeletes: days where a delete or overwrite removed a file the
+	// side had not added itself; rowsAdded: days where a snapshot but a
+	// rewrite (replace) added a file, counted per snapshot.
+	rowDeletes, rowsAdded map[string]bool
 }
 
 func changesOf(snaps []*modelSnap) sideChanges {
-	c := sideChanges{added: map[*modelFile]bool{}, removed: map[*modelFile]bool{}, addedDays: map[string]bool{}, parts: map[string]bool{}}
+	c := sideChanges{added: map[*modelFile]bool{}, removed: map[*modelFile]bool{}, parts: map[string]bool{},
+		rowDeletes: map[string]bool{}, rowsAdded: map[string]bool{}}
 	for _, s := range snaps {
 		for _, f := range s.added {
 			c.added[f] = true
+			if s.op != "replace" {
+				c.rowsAdded[f.day] = true
+			}
 		}
 		for _, f := range s.removed {
-			c.removesFiles = true
 			if c.added[f] {
 				delete(c.added, f)
-			} else {
-				c.removed[f] = true
+				continue
+			}
+			c.removed[f] = true
+			if s.op == "delete" || s.op == "overwrite" {
+				c.rowDeletes[f.day] = true
 			}
 		}
 	}
 	for f := range c.added {
-		c.addedDays[f.day] = true
 		c.parts[f.day] = true
 	}
 	for f := range c.removed {
@@ -201,54 +253,139 @@ func changesOf(snaps []*modelSnap) sideChanges {
 	return c
 }
 
-// refusal predicts whether merging src into tgt (both changed since base)
-// is refused: nil if not, else what the refusal says, its class first.
-// The rules are checked in the engine's order. Every removing operation
-// here is a delete or an overwrite, and the tables keep Iceberg's default
-// serializable isolation.
-func refusal(t *testing.T, base, src, tgt *modelTable) []string {
-	s, g := changesOf(src.since(t, base)), changesOf(tgt.since(t, base))
+// predict says what merging src into tgt (both changed since base) does:
+// the refusal (its class first, then words it must hold), or the
+// snapshots written on tgt's head. It restates classify's classes and the
+// engine's steps in the engine's order (mergeengine/README.md,
+// OPERATIONS.md): the overlap rule refuse; the replay plan (a file
+// conflict needs every snapshot but an append recorded, and a recorded
+// one is refused when the target changed rows of its day, or rewrote files
+// the source kept); the rule again for days both touched outside the
+// replayed ones; the cherry-pick, oldest first (a replay needs every live
+// file of its day on the target to be its input or a rewrite of it; an
+// unrecorded delete or overwrite cannot be picked); the duplicate-key
+// check. The tables keep Iceberg's default serializable isolation.
+func predict(t *testing.T, base, src, tgt *modelTable) (why []string, picked []*modelSnap, class string) {
+	srcSnaps, tgtSnaps := src.since(t, base), tgt.since(t, base)
+	s, g := changesOf(srcSnaps), changesOf(tgtSnaps)
 	var both bool
-	serial := map[string]bool{}
 	for f := range s.removed {
 		both = both || g.removed[f]
-		if g.addedDays[f.day] {
-			serial[f.day] = true
+	}
+	var reasons []string
+	if both {
+		reasons = append(reasons, "removed or rewritten on both sides")
+	}
+	for _, day := range propDays {
+		if s.rowDeletes[day] && g.rowsAdded[day] {
+			reasons = append(reasons, "the rows the target appended in", "day="+day+" (write.")
 		}
 	}
-	overlap := false
+	common := map[string]bool{}
 	for p := range s.parts {
-		overlap = overlap || g.parts[p]
+		if g.parts[p] {
+			common[p] = true
+		}
 	}
-	class := "disjoint: "
-	if overlap {
+	conflict := len(reasons) > 0
+	class = "disjoint: "
+	switch {
+	case conflict:
+		class = "file-conflict: "
+	case len(common) > 0:
 		class = "partition-overlap: "
 	}
-	switch {
-	case both || len(serial) > 0:
-		out := []string{"file-conflict: "}
-		if both {
-			out = append(out, "removed or rewritten on both sides")
+	// refuse words the refusal: the class, then what it says.
+	// classify's reasons are checked where the engine repeats them for a
+	// file conflict: its replay plan's refusal and the duplicate-key
+	// check.
+	refuse := func(words ...string) []string { return append([]string{class}, words...) }
+	if class == "partition-overlap: " && tgt.overlap == "refuse" {
+		return refuse("and the table's rule (floe.merge.partition-overlap) is refuse"), nil, class
+	}
+
+	replaced := map[string]bool{}
+	rewritten := map[*modelSnap]map[*modelFile]bool{}
+	planRefusal := func(why ...string) []string {
+		if conflict {
+			return refuse(slices.Concat(reasons, []string{"; files: ", "(not replayed: "}, why)...)
 		}
-		for _, day := range propDays {
-			if serial[day] {
-				out = append(out, "the rows the target appended in", "day="+day+" (write.")
+		return refuse(why...)
+	}
+	for _, p := range srcSnaps {
+		if p.op == "append" {
+			continue
+		}
+		if !p.recorded {
+			if !conflict {
+				continue // the cherry-pick refuses it
+			}
+			return planRefusal("snapshot", "records no operation to replay"), nil, class
+		}
+		replaced[p.day] = true
+		for _, ts := range tgtSnaps {
+			if ts.op != "replace" && ts.touches(p.day) {
+				return planRefusal("cannot be replayed: the target changed rows of those partitions since the merge base"), nil, class
 			}
 		}
-		return out
-	case overlap && src.overlap == "refuse":
-		return []string{class, "and the table's rule (floe.merge.partition-overlap) is refuse"}
-	case s.removesFiles:
-		// The cherry-pick replays only snapshots that add files.
-		return []string{class, "snapshot does not only add files"}
-	case overlap && src.keyed:
+		for f := range g.removed {
+			if f.day == p.day && !s.removed[f] {
+				return planRefusal("cannot be replayed: the target rewrote files the source kept"), nil, class
+			}
+		}
+		rw := map[*modelFile]bool{}
+		for f := range g.added {
+			if f.day == p.day {
+				rw[f] = true
+			}
+		}
+		rewritten[p] = rw
+	}
+	overlap := class == "partition-overlap: "
+	if conflict {
+		for p := range replaced {
+			delete(common, p)
+		}
+		if len(common) > 0 {
+			overlap = true
+			if tgt.overlap == "refuse" {
+				return refuse("both sides touched", "and the table's rule (floe.merge.partition-overlap) is refuse"), nil, class
+			}
+		}
+	}
+
+	live := tgt.live()
+	for _, p := range srcSnaps {
+		c := &modelSnap{op: p.op, copyOf: p, added: p.added, recorded: p.recorded, day: p.day}
+		switch rw := rewritten[p]; {
+		case rw != nil:
+			for _, f := range slices.Concat(p.added, p.removed) {
+				if f.day != p.day {
+					t.Fatalf("model: snapshot of %s records day %s, changes %s", src.name, p.day, f.day)
+				}
+			}
+			for _, f := range live {
+				if f.day != p.day {
+					continue
+				}
+				if !slices.Contains(p.removed, f) && !rw[f] {
+					return refuse("operation cannot be replayed on the target", "were not in the operation's input"), nil, class
+				}
+				c.removed = append(c.removed, f)
+			}
+		case p.op != "append":
+			return refuse("snapshot does not only add files"), nil, class
+		}
+		live = liveAfter(live, c)
+		picked = append(picked, c)
+	}
+
+	if overlap && tgt.keyed && tgt.overlap == "" {
 		// The default rule, check: the merged table must not hold an id
 		// twice in the partitions both sides touched.
-		merged := tgt.clone()
-		merged.chain = append(merged.chain, src.since(t, base)...)
 		seen := map[int64]int{}
-		for _, f := range merged.live() {
-			if s.parts[f.day] && g.parts[f.day] {
+		for _, f := range live {
+			if common[f.day] {
 				for _, id := range f.ids {
 					seen[id]++
 				}
@@ -260,18 +397,20 @@ func refusal(t *testing.T, base, src, tgt *modelTable) []string {
 				dups = append(dups, id)
 			}
 		}
-		if len(dups) == 0 {
-			return nil
-		}
-		out := []string{class, "would hold duplicate identifier keys"}
-		if len(dups) <= 10 {
-			for _, id := range dups {
-				out = append(out, fmt.Sprintf("id=%d", id))
+		if len(dups) > 0 {
+			out := refuse("would hold duplicate identifier keys")
+			if conflict {
+				out = append(out, reasons...)
 			}
+			if len(dups) <= 10 {
+				for _, id := range dups {
+					out = append(out, fmt.Sprintf("id=%d", id))
+				}
+			}
+			return out, nil, class
 		}
-		return out
 	}
-	return nil
+	return nil, picked, class
 }
 
 // propRun is one sequence: the scenario driver, the model, the log.
@@ -399,21 +538,32 @@ func (p *propRun) randomOp(t *testing.T, b string) {
 			s.added = []*modelFile{{day: f.day, ids: rest}}
 		}
 		m.chain = append(m.chain, s)
-	case r < 7 && len(inDay) > 0: // delete a whole day
-		p.do(t, cmd("delete", "on="+b, "table="+m.name, "day="+day))
-		m.chain = append(m.chain, &modelSnap{op: "delete", removed: inDay})
-	case r < 10 && len(inDay) > 0: // replace a day's rows
+	case r < 7 && len(inDay) > 0: // delete a whole day, half the time recorded
+		s := &modelSnap{op: "delete", removed: inDay, recorded: p.rng.IntN(2) == 0, day: day}
+		args := []string{"on=" + b, "table=" + m.name, "day=" + day}
+		if s.recorded {
+			args = append(args, "record=pinned")
+		}
+		p.do(t, cmd("delete", args...))
+		m.chain = append(m.chain, s)
+	case r < 10 && len(inDay) > 0: // replace a day's rows, half the time recorded
 		n := 1 + p.rng.IntN(3)
 		first := p.d.nextID + 1
-		p.do(t, cmd("overwrite", "on="+b, "table="+m.name, "day="+day, "rows="+strconv.Itoa(n)))
-		m.chain = append(m.chain, &modelSnap{op: "overwrite", removed: inDay, added: []*modelFile{{day: day, ids: idRange(first, p.d.nextID)}}})
-	case r < 12 && len(inDay) > 0: // compact a day: same rows, one new file
+		s := &modelSnap{op: "overwrite", removed: inDay, recorded: p.rng.IntN(2) == 0, day: day}
+		args := []string{"on=" + b, "table=" + m.name, "day=" + day, "rows=" + strconv.Itoa(n)}
+		if s.recorded {
+			args = append(args, "record=pinned")
+		}
+		p.do(t, cmd("overwrite", args...))
+		s.added = []*modelFile{{day: day, ids: idRange(first, p.d.nextID)}}
+		m.chain = append(m.chain, s)
+	case r < 12 && len(inDay) > 0: // compact a day: same rows, one new file (a rewrite: replace)
 		p.do(t, cmd("compact", "on="+b, "table="+m.name, "day="+day))
 		var ids []int64
 		for _, f := range inDay {
 			ids = append(ids, f.ids...)
 		}
-		m.chain = append(m.chain, &modelSnap{op: "overwrite", removed: inDay, added: []*modelFile{{day: day, ids: ids}}})
+		m.chain = append(m.chain, &modelSnap{op: "replace", removed: inDay, added: []*modelFile{{day: day, ids: ids}}})
 	default:
 		p.appendRowsOn(t, b, m, day)
 		return
@@ -471,20 +621,29 @@ func (p *propRun) mergeAndCheck(t *testing.T, force map[string]bool) map[string]
 	// or refused; one changed only on dev is taken from dev.
 	refused := map[string][]string{}
 	next := map[string]*modelTable{}
+	var notes []string
 	for _, name := range p.tables {
 		base, src, tgt := p.base[name], dev[name], main[name]
 		switch {
 		case force[name]:
 			next[name] = src.clone()
 		case src.version != base.version && tgt.version != base.version:
-			if why := refusal(t, base, src, tgt); why != nil {
+			why, picked, class := predict(t, base, src, tgt)
+			if why != nil {
 				refused[name] = why
 				continue
 			}
 			m := tgt.clone()
-			m.chain = append(m.chain, src.since(t, base)...)
+			m.chain = append(m.chain, picked...)
 			p.bump(m)
 			next[name] = m
+			replays := 0
+			for _, c := range picked {
+				if c.op != "append" {
+					replays++
+				}
+			}
+			notes = append(notes, fmt.Sprintf("  (model: %s %spicks %d snapshot(s), %d replayed)", name, class, len(picked), replays))
 		case src.version != base.version:
 			next[name] = src.clone()
 		default:
@@ -509,6 +668,9 @@ func (p *propRun) mergeAndCheck(t *testing.T, force map[string]bool) map[string]
 	}
 	got := p.do(t, cmd("merge", args...))
 	p.log = append(p.log, "  -> "+strings.TrimSpace(got))
+	if len(refused) == 0 {
+		p.log = append(p.log, notes...)
+	}
 
 	if len(refused) > 0 {
 		if !strings.HasPrefix(got, "409 merge refused: ") {
