@@ -328,7 +328,18 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 	if len(picks) == 0 && c.Class != classify.Structural {
 		// Everything the source added is on the target already (merged or
 		// transplanted before): merging it again changes nothing, whatever
-		// the files' overlap says.
+		// the files' overlap says. What else the source changed of the
+		// table's metadata is still carried (metadata.go).
+		f, why, err := e.carryMetadataOnly(ctx, wh, base, srcFile, tgtFile, w)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case why != "":
+			return refuse(why)
+		case f != nil:
+			out.Merged, out.Reason = true, "already merged: every snapshot of the source is on the target; carried its changes to the table's properties and refs"
+			return out, icebergtable.TableContent(tgt.ID, f), nil
+		}
 		out.Merged, out.Reason = true, "already merged: every snapshot of the source is on the target"
 		return out, tgt, nil
 	}
@@ -379,6 +390,13 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 		return refuse(err.Error())
 	case err != nil:
 		return nil, nil, fmt.Errorf("cherry-pick: %w", err)
+	}
+	// The source's changes to properties and refs (metadata.go).
+	if why, err := e.carryMetadata(ctx, base, srcFile.Metadata, tgtFile.Metadata, cp); err != nil || why != "" {
+		if err != nil {
+			return nil, nil, err
+		}
+		return refuse(why)
 	}
 	meta, err := cp.Builder.Build()
 	if err != nil {

@@ -91,10 +91,11 @@ func (d *scenario) merge(t *testing.T, td *datadriven.TestData) string {
 	return fmt.Sprintf("200 merged: one commit with %d parents\n", len(c.Parents))
 }
 
-// rows on=B table=T: the rows a scan of the table returns, by day.
+// rows on=B table=T [ref=NAME]: the rows a scan of the table (or of the
+// snapshot its ref NAME points at) returns, by day.
 func (d *scenario) scanRows(t *testing.T, td *datadriven.TestData) string {
 	tbl := d.load(t, td)
-	at, err := tbl.Scan().ToArrowTable(t.Context())
+	at, err := tbl.Scan(refScan(t, td, tbl)...).ToArrowTable(t.Context())
 	if err != nil {
 		td.Fatalf(t, "scan: %v", err)
 	}

@@ -106,6 +106,10 @@ func (d *scenario) run(t *testing.T, td *datadriven.TestData) string {
 		d.overwrite(t, td)
 	case "compact":
 		d.compact(t, td)
+	case "ref":
+		d.ref(t, td)
+	case "metadata":
+		return d.metadata(t, td)
 	case "deny":
 		d.policy.mu.Lock()
 		d.policy.deny[td.CmdArgs[0].Key+" "+td.CmdArgs[1].Key] = true
@@ -282,7 +286,7 @@ func dayFilter(day time.Time) iceberg.BooleanExpression {
 }
 
 // alter on=BRANCH table=T (add-column=NAME | rename=OLD:NEW | promote=n |
-// identifier=COLUMN | sort=id | spec=bucket | property=K:V)
+// identifier=COLUMN | sort=id | spec=bucket | property=K:V | unset=K)
 func (d *scenario) alter(t *testing.T, td *datadriven.TestData) {
 	tbl := d.load(t, td)
 	tx := tbl.NewTransaction()
@@ -309,6 +313,8 @@ func (d *scenario) alter(t *testing.T, td *datadriven.TestData) {
 	case "property":
 		k, v, _ := strings.Cut(a.Vals[0], ":")
 		err = tx.SetProperties(iceberg.Properties{k: v})
+	case "unset":
+		err = tx.RemoveProperties([]string{a.Vals[0]})
 	default:
 		td.Fatalf(t, "alter: unknown change %q", a.Key)
 	}
