@@ -67,9 +67,10 @@ type Options struct {
 	Now func() time.Time
 
 	// hooks for tests (export_test.go).
-	afterMark   func()
-	beforeBatch func(n int) error
-	batchSize   int
+	afterMark    func()
+	beforeBatch  func(n int) error
+	beforeDelete func()
+	batchSize    int
 }
 
 // Collector runs garbage collection, one run at a time.

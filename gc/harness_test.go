@@ -46,8 +46,18 @@ type lake struct {
 }
 
 func newLake(t *testing.T) *lake {
-	srv := testserver.Start(t, testserver.Options{})
-	w, err := icebergtable.OpenWarehouse(icebergtable.Config{Name: "lake", Location: srv.Warehouse})
+	return newLakeAt(t, testserver.Options{}, nil)
+}
+
+// newLakeAt is newLake with the server's options given, and the
+// warehouse the collector sweeps; nil is the server's local one.
+func newLakeAt(t *testing.T, opts testserver.Options, wh *icebergtable.Config) *lake {
+	srv := testserver.Start(t, opts)
+	cfg := icebergtable.Config{Name: "lake", Location: srv.Warehouse}
+	if wh != nil {
+		cfg = *wh
+	}
+	w, err := icebergtable.OpenWarehouse(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -20,18 +22,34 @@ import (
 // Keys: 'f' + canonical location → the file's provenance (why it is live);
 // 'r' + canonical location → a metadata file, manifest list or manifest
 // already read (or being read) in this run; 'c' + commit hash → how much
-// of that commit is marked (commitTree, commitAncestry).
+// of that commit is marked (commitTree, commitAncestry); 'd' + canonical
+// location → a file this run deleted.
 type marks struct {
 	dir string
 	db  *pebble.DB
 	// claimMu makes claim's read-then-write atomic.
 	claimMu sync.Mutex
+
+	// deletedAny is set once the run has deleted a file: from then on,
+	// marking a file also asks whether this run deleted it (a commit that
+	// landed during the sweep made it live again: see revivals).
+	deletedAny atomic.Bool
+	revivedMu  sync.Mutex
+	revived    []revival
+	revivedN   int64
+}
+
+// revival is a file this run deleted that a later re-mark found live.
+type revival struct {
+	loc string
+	why provenance
 }
 
 const (
 	prefixFile   = 'f'
 	prefixRead   = 'r'
 	prefixCommit = 'c'
+	prefixGone   = 'd'
 )
 
 // Commit states: commitTree says every file of the commit's tree is
@@ -103,7 +121,48 @@ func (m *marks) claim(k, v []byte) (bool, error) {
 
 // markFile marks one file live, keeping the first provenance recorded.
 func (m *marks) markFile(loc string, why provenance) (bool, error) {
-	return m.claim(key(prefixFile, canonical(loc)), why.encode())
+	first, err := m.claim(key(prefixFile, canonical(loc)), why.encode())
+	if err != nil || !first {
+		return first, err
+	}
+	return true, m.checkRevived(loc, why.encode())
+}
+
+// deleted records that the run deleted a file.
+func (m *marks) deleted(canon string) error {
+	m.deletedAny.Store(true)
+	return m.db.Set(key(prefixGone, canon), nil, pebble.NoSync)
+}
+
+// checkRevived records a file being marked that this run deleted before.
+func (m *marks) checkRevived(loc string, why []byte) error {
+	if !m.deletedAny.Load() {
+		return nil
+	}
+	m.revivedMu.Lock()
+	defer m.revivedMu.Unlock()
+	k := key(prefixGone, canonical(loc))
+	_, gone, err := m.get(k)
+	if err != nil || !gone {
+		return err
+	}
+	// Counted once, however many manifests name it.
+	if err := m.db.Delete(k, pebble.NoSync); err != nil {
+		return err
+	}
+	m.revivedN++
+	if len(m.revived) < maxWarnings {
+		m.revived = append(m.revived, revival{loc: loc, why: decodeProvenance(why)})
+	}
+	return nil
+}
+
+// revivals returns how many files this run deleted were marked live
+// afterwards, and the first of them.
+func (m *marks) revivals() (int64, []revival) {
+	m.revivedMu.Lock()
+	defer m.revivedMu.Unlock()
+	return m.revivedN, slices.Clone(m.revived)
 }
 
 // batch marks many files at once (a manifest's entries); a file marked
@@ -119,6 +178,9 @@ func (m *marks) newBatch() *markBatch { return &markBatch{m: m, b: m.db.NewBatch
 func (b *markBatch) add(loc string, why []byte) error {
 	b.n++
 	if err := b.b.Set(key(prefixFile, canonical(loc)), why, nil); err != nil {
+		return err
+	}
+	if err := b.m.checkRevived(loc, why); err != nil {
 		return err
 	}
 	if b.b.Len() > 4<<20 {

@@ -11,6 +11,7 @@ type metrics struct {
 	marked   prometheus.Counter
 	deleted  prometheus.Counter
 	freed    prometheus.Counter
+	revived  prometheus.Counter
 	duration prometheus.Histogram
 	runs     *prometheus.CounterVec
 }
@@ -23,6 +24,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Files garbage collection deleted (not counting dry runs)."}),
 		freed: prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_gc_bytes_freed_total",
 			Help: "Bytes of the files garbage collection deleted."}),
+		revived: prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_gc_files_revived_total",
+			Help: "Files garbage collection deleted that a commit landing during the sweep made live again (lost; alert on any)."}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "floe_gc_duration_seconds",
 			Help:    "How long a garbage collection run took, mark and sweep.",
 			Buckets: prometheus.ExponentialBuckets(0.1, 4, 10)}),
@@ -32,7 +35,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.marked, m.deleted, m.freed, m.duration, m.runs} {
+	for _, c := range []prometheus.Collector{m.marked, m.deleted, m.freed, m.revived, m.duration, m.runs} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("gc metrics: %w", err)
 		}
@@ -45,6 +48,7 @@ func (m *metrics) observe(rep *Report) {
 	if !rep.DryRun {
 		m.deleted.Add(float64(rep.Deleted))
 		m.freed.Add(float64(rep.DeletedBytes))
+		m.revived.Add(float64(rep.Revived))
 	}
 	m.duration.Observe(rep.DurationSeconds)
 	dry := "false"

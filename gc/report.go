@@ -80,6 +80,10 @@ type Report struct {
 	Deleted      int64 `json:"deleted"`
 	DeletedBytes int64 `json:"deletedBytes"`
 	DeleteErrors int64 `json:"deleteErrors"`
+	// Revived are files this run deleted that a commit landing during
+	// the sweep made live again (README.md, "Concurrency"): they are
+	// lost, and the run failed on finding them.
+	Revived int64 `json:"revived,omitempty"`
 
 	// Tables break Deleted down by the table whose location holds the
 	// files (Unreferenced when no live table's does), with the kept ones.

@@ -63,6 +63,15 @@ func (s *sweeper) sweep(ctx context.Context) error {
 	if err := s.flush(ctx); err != nil {
 		return err
 	}
+	// A commit that landed during the last batch's deletes is seen here.
+	if s.mk.m.deletedAny.Load() {
+		if err := s.mk.markUntilStable(ctx); err != nil {
+			return fmt.Errorf("mark again after deleting: %w", err)
+		}
+		if err := s.checkRevived(); err != nil {
+			return err
+		}
+	}
 	s.rep.Tables = []TableSummary{}
 	for _, ts := range s.tables {
 		s.rep.Tables = append(s.rep.Tables, *ts)
@@ -154,6 +163,9 @@ func (s *sweeper) flush(ctx context.Context) error {
 	if err := s.mk.markUntilStable(ctx); err != nil {
 		return fmt.Errorf("mark again before deleting: %w", err)
 	}
+	if err := s.checkRevived(); err != nil {
+		return err
+	}
 	doomed := s.batch[:0:0]
 	for _, cd := range s.batch {
 		why, live, err := s.mk.m.isMarked(cd.canon)
@@ -189,6 +201,9 @@ func (s *sweeper) flush(ctx context.Context) error {
 		}
 		return nil
 	}
+	if s.c.opts.beforeDelete != nil {
+		s.c.opts.beforeDelete()
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.c.opts.Workers)
 	for _, cd := range doomed {
@@ -206,8 +221,29 @@ func (s *sweeper) flush(ctx context.Context) error {
 				return nil
 			}
 			done(cd)
-			return nil
+			return s.mk.m.deleted(cd.canon)
 		})
 	}
 	return g.Wait()
+}
+
+// checkRevived fails the run when a re-mark found live a file this run
+// had deleted: a commit landed between a batch's last check and its
+// deletes and made an old file live again (README.md, "Concurrency").
+// The file is gone; the run stops so that no more go, and its report
+// names them.
+func (s *sweeper) checkRevived() error {
+	n, first := s.mk.m.revivals()
+	if n == 0 {
+		return nil
+	}
+	s.rep.Revived = n
+	for _, r := range first {
+		if len(s.rep.Warnings) >= maxWarnings {
+			break
+		}
+		s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf("deleted by this run, then made live by a commit during the sweep: %s (%s)", r.loc, r.why))
+	}
+	return fmt.Errorf("%d files this run deleted were made live again by commits that landed during the sweep (the report's warnings name them; a lost metadata file or manifest loses what it named too); "+
+		"the run stopped; restore them from the object store's versioning or a backup", n)
 }
