@@ -41,6 +41,7 @@ test: build
 	cd conformance/icebergjs && { cmp -s package-lock.json node_modules/.floe-lock || { npm ci --no-audit --no-fund && cp package-lock.json node_modules/.floe-lock; }; }
 	cd conformance/icebergjs && FLOE_BIN=$(CURDIR)/$(BIN) node --test
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/pyiceberg/run.sh
+	GO=$(GO) bash conformance/s3/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) SCHEMATHESIS_MAX_TIME=150 SCHEMATHESIS_SEED=16 bash conformance/schemathesis/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/spark/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/nessiejava/run.sh
