@@ -7,6 +7,7 @@ import (
 	"github.com/floe-catalog/floe/classify"
 	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/mergeengine"
+	"github.com/floe-catalog/floe/rest/floeapi"
 	"github.com/floe-catalog/floe/rest/nessie"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -21,11 +22,27 @@ func newClassifier(whs icebergtable.Warehouses) *classify.Classifier {
 	return classify.New(whs...)
 }
 
-// newMerger builds the merge engine the Nessie API's merges go through.
-func newMerger(cfg Config, store *versionstore.Store, whs icebergtable.Warehouses, logger *slog.Logger) (nessieMerger, error) {
-	e, err := mergeengine.New(mergeengine.Options{Store: store, Warehouses: whs,
+// newMergeEngine builds the merge engine the Nessie API's merges and
+// transplants and floe's merge plans go through.
+func newMergeEngine(cfg Config, store *versionstore.Store, whs icebergtable.Warehouses, logger *slog.Logger) (*mergeengine.Engine, error) {
+	return mergeengine.New(mergeengine.Options{Store: store, Warehouses: whs,
 		DefaultOverlap: mergeengine.OverlapRule(cfg.MergePartitionOverlap), Logger: logger})
-	return nessieMerger{e}, err
+}
+
+// floePlanner gives floe's API the engine's dry runs in its own terms.
+type floePlanner struct{ e *mergeengine.Engine }
+
+func (m floePlanner) PlanMerge(ctx context.Context, req versionstore.MergeRequest) (*versionstore.MergeResult, []floeapi.PlannedTable, error) {
+	req.DryRun = true
+	res, err := m.e.MergeTables(ctx, req)
+	if res == nil {
+		return nil, nil, err
+	}
+	out := make([]floeapi.PlannedTable, 0, len(res.Tables))
+	for _, t := range res.Tables {
+		out = append(out, floeapi.PlannedTable{Key: t.Key, Classification: t.Classification, Merged: t.Merged, Picked: len(t.Picked), Reason: t.Reason})
+	}
+	return res.MergeResult, out, err
 }
 
 // nessieMerger gives the Nessie API the engine's outcomes in its own

@@ -175,10 +175,12 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	if nessieDeps.Classifier == nil {
 		nessieDeps.Classifier = newClassifier(warehouses)
 	}
+	merges, err := newMergeEngine(cfg, p.store, warehouses, logger)
+	if err != nil {
+		return nil, &ServiceError{Service: "merge engine", Err: err}
+	}
 	if nessieDeps.Merger == nil {
-		if nessieDeps.Merger, err = newMerger(cfg, p.store, warehouses, logger); err != nil {
-			return nil, &ServiceError{Service: "merge engine", Err: err}
-		}
+		nessieDeps.Merger = nessieMerger{merges}
 	}
 
 	retention, err := newRetention(cfg.RefRetention, p.store, logger, registry)
@@ -203,6 +205,9 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	}
 	if floeDeps.GC == nil {
 		floeDeps.GC = collector
+	}
+	if floeDeps.Merges == nil {
+		floeDeps.Merges = floePlanner{merges}
 	}
 	if floeDeps.Principal == nil {
 		floeDeps.Principal = principalID

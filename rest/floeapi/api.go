@@ -53,6 +53,9 @@ type Deps struct {
 	TableStats  *maintenance.Stats
 	// GC runs garbage collection (POST /gc, GET /gc/last).
 	GC *gc.Collector
+	// Merges plans merges through the merge engine (merges.go); nil
+	// answers 501.
+	Merges MergePlanner
 }
 
 // API is floe's own API over its services.
@@ -66,6 +69,7 @@ type API struct {
 	maintenance *maintenance.Service
 	tableStats  *maintenance.Stats
 	gc          *gc.Collector
+	merges      MergePlanner
 }
 
 // New builds the API over deps.
@@ -73,7 +77,7 @@ func New(deps Deps) (*API, error) {
 	if deps.Store == nil {
 		return nil, errors.New("floe API: no version store")
 	}
-	a := &API{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, gc: deps.GC}
+	a := &API{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, gc: deps.GC, merges: deps.Merges}
 	a.retention = deps.Retention
 	a.maintenance, a.tableStats = deps.Maintenance, deps.TableStats
 	if a.logger == nil {
@@ -106,6 +110,7 @@ func (a *API) routes() []route {
 	routes = append(routes, a.refRoutes()...)
 	routes = append(routes, a.maintenanceRoutes()...)
 	routes = append(routes, a.gcRoutes()...)
+	routes = append(routes, a.mergeRoutes()...)
 	return routes
 }
 
