@@ -220,6 +220,10 @@ func knownSnapshotFields() bool {
 // of list items prev holds unchanged, and where the items of its lists lie
 // in the result (nil when json.Marshal encoded it).
 func encodeTableMetadata(meta table.Metadata, prev *encodedFile) ([]byte, *encodedFile, error) {
+	if meta == nil {
+		b, err := json.Marshal(meta)
+		return b, nil, err
+	}
 	v := reflect.ValueOf(meta)
 	l := metadataLayouts[v.Type()]
 	if l == nil || v.IsNil() {
