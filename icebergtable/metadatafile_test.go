@@ -300,3 +300,21 @@ func TestRemoveFile(t *testing.T) {
 		t.Fatalf("removing a missing file: %v", err)
 	}
 }
+
+// TestWriteFileCreatesNewFilesOnly writes a local file into a directory
+// that does not exist yet, then again at the same location: the second
+// write fails and the first file keeps its content.
+func TestWriteFileCreatesNewFilesOnly(t *testing.T) {
+	wh, _, dir := localWarehouse(t)
+	loc := wh.Location() + "/ns/t/metadata/00000-x.metadata.json"
+	if err := wh.WriteFile(t.Context(), loc, []byte(`{"first":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := wh.WriteFile(t.Context(), loc, []byte(`{}`)); err == nil {
+		t.Fatal("a second write of the same file succeeded")
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "ns", "t", "metadata", "00000-x.metadata.json"))
+	if err != nil || string(got) != `{"first":true}` {
+		t.Fatalf("the file holds %q (%v) after a refused write", got, err)
+	}
+}
