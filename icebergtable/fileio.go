@@ -250,10 +250,18 @@ func readBounded(ctx context.Context, r io.Reader, limit int64) ([]byte, error) 
 
 // WriteFile creates a new file at loc with data and syncs it: a catalog
 // commit that names the file may follow, and must never point at a file a
-// crash could lose. A failed write leaves no file behind. On an object
+// crash could lose. A failed write leaves no file behind. A local file is
+// synced with its directory entry, and one that exists already is an
+// error, never overwritten (writeLocalFile). On an object
 // store the object exists once Close returns, which is when the upload
 // completes.
 func (w *Warehouse) WriteFile(ctx context.Context, loc string, data []byte) error {
+	if u, err := normalizeLocation(loc); err == nil && u.Scheme == "file" {
+		if err := writeLocalFile(filepath.FromSlash(u.Path), data); err != nil {
+			return fmt.Errorf("write metadata file %s: %w", loc, err)
+		}
+		return nil
+	}
 	fsys, done, err := w.fileIO(ctx, loc)
 	if err != nil {
 		return fmt.Errorf("open file system for %s: %w", loc, err)
@@ -277,6 +285,88 @@ func (w *Warehouse) WriteFile(ctx context.Context, loc string, data []byte) erro
 	}
 	syncParentDir(loc)
 	return nil
+}
+
+// writeLocalFile creates the local file name, which must not exist,
+// writes data, syncs it, and syncs its directory so that its entry is
+// durable too: the file survives a crash once this returns. A failure
+// removes the file it created (never one that existed).
+//
+// It uses system calls directly rather than iceberg-go's LocalFS (which
+// os.Create's): that took 17 system calls per file, where 7 do. os.Open
+// of a regular file or directory tries to register it with the poller
+// (two fcntl calls to set O_NONBLOCK, an epoll_ctl that fails, two to
+// clear it), and MkdirAll stats the directory first; on this project's
+// machine, where kernel time is most of a commit's CPU, each call counts.
+// O_EXCL also means a metadata file is never overwritten: names are
+// unique, and a clash is an error, not a replaced file.
+func writeLocalFile(name string, data []byte) error {
+	const flags = syscall.O_WRONLY | syscall.O_CREAT | syscall.O_EXCL | syscall.O_CLOEXEC
+	fd, err := syscall.Open(name, flags, 0o666)
+	if errors.Is(err, syscall.ENOENT) {
+		// The first file of a table: make its directory (as LocalFS did).
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			return err
+		}
+		fd, err = syscall.Open(name, flags, 0o666)
+	}
+	if err != nil {
+		return &fs.PathError{Op: "create", Path: name, Err: err}
+	}
+	err = writeAll(fd, data)
+	if err == nil {
+		err = ignoringEINTR(func() error { return syscall.Fsync(fd) })
+	}
+	if cerr := syscall.Close(fd); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = syscall.Unlink(name)
+		return &fs.PathError{Op: "write", Path: name, Err: err}
+	}
+	if err := syncDir(filepath.Dir(name)); err != nil {
+		// The entry may not be durable: no commit may name the file.
+		_ = syscall.Unlink(name)
+		return err
+	}
+	return nil
+}
+
+// writeAll writes data to fd, however many calls it takes.
+func writeAll(fd int, data []byte) error {
+	for len(data) > 0 {
+		n, err := syscall.Write(fd, data)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
+// syncDir makes the entries of directory dir durable.
+func syncDir(dir string) error {
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	err = ignoringEINTR(func() error { return syscall.Fsync(fd) })
+	_ = syscall.Close(fd)
+	if err != nil {
+		return &fs.PathError{Op: "sync", Path: dir, Err: err}
+	}
+	return nil
+}
+
+func ignoringEINTR(f func() error) error {
+	for {
+		if err := f(); !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
 }
 
 // syncParentDir makes a new local file's directory entry durable.

@@ -54,6 +54,10 @@ type MetadataFile struct {
 	// confirmed is when a load last found the file in storage (Unix
 	// nanoseconds; 0: never), see LoadTableMetadata.
 	confirmed atomic.Int64
+
+	// encoded locates the items of Raw's long lists, for a file floe
+	// encoded (metadataencode.go); nil otherwise.
+	encoded *encodedFile
 }
 
 // ReadTableMetadata reads and parses the table metadata file at loc, from
@@ -170,7 +174,19 @@ func gunzipBounded(loc string, raw []byte, limit int64) ([]byte, error) {
 // WriteTableMetadata writes meta as a new table metadata file at loc
 // (named by NewTableMetadataLocation) and syncs it.
 func (w *Warehouse) WriteTableMetadata(ctx context.Context, loc string, meta table.Metadata) (*MetadataFile, error) {
-	raw, err := json.Marshal(meta)
+	return w.WriteTableMetadataFrom(ctx, loc, meta, nil)
+}
+
+// WriteTableMetadataFrom is WriteTableMetadata for metadata built from
+// base (nil: none): snapshots base's file holds unchanged are copied from
+// its bytes instead of encoded again (see encodeTableMetadata). The file
+// is byte for byte the same either way.
+func (w *Warehouse) WriteTableMetadataFrom(ctx context.Context, loc string, meta table.Metadata, base *MetadataFile) (*MetadataFile, error) {
+	var prev *encodedFile
+	if base != nil {
+		prev = base.encoded
+	}
+	raw, encoded, err := encodeTableMetadata(meta, prev)
 	if err != nil {
 		return nil, fmt.Errorf("encode metadata for %s: %w", loc, err)
 	}
@@ -181,7 +197,7 @@ func (w *Warehouse) WriteTableMetadata(ctx context.Context, loc string, meta tab
 	// commit's CPU): it is the value raw encodes, and a reader parsing raw
 	// gets an equal Metadata (checked by TestWrittenMetadataEqualsParsed).
 	// raw is json.Marshal output, hence already what JSON holds.
-	f := &MetadataFile{Location: loc, Raw: raw, JSON: raw, Metadata: meta}
+	f := &MetadataFile{Location: loc, Raw: raw, JSON: raw, Metadata: meta, encoded: encoded}
 	w.cache.add(f)
 	return f, nil
 }

@@ -82,6 +82,7 @@ func TestWrittenMetadataEqualsParsed(t *testing.T) {
 	wh, cache, _ := localWarehouse(t)
 	meta := newTable(t, wh, iceberg.Properties{"comment": "<&>"})
 	prev := ""
+	var prevFile *icebergtable.MetadataFile
 	for i := range 3 {
 		if i > 0 {
 			meta = withAppend(t, meta, prev, int64(100+i))
@@ -93,9 +94,15 @@ func TestWrittenMetadataEqualsParsed(t *testing.T) {
 		if want := "/metadata/0000" + string(rune('0'+i)) + "-"; !strings.Contains(loc, want) {
 			t.Fatalf("metadata file %d at %s, want a name with %s", i, loc, want)
 		}
-		written, err := wh.WriteTableMetadata(t.Context(), loc, meta)
+		// Each file is written from the previous one, whose encodings
+		// of unchanged snapshots it copies: the bytes must still be
+		// json.Marshal's.
+		written, err := wh.WriteTableMetadataFrom(t.Context(), loc, meta, prevFile)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if want, err := json.Marshal(meta); err != nil || !bytes.Equal(written.Raw, want) {
+			t.Fatalf("%s: written\n%s\nwant json.Marshal's\n%s", loc, written.Raw, want)
 		}
 		raw, err := wh.ReadFile(t.Context(), loc)
 		if err != nil {
@@ -118,7 +125,7 @@ func TestWrittenMetadataEqualsParsed(t *testing.T) {
 		if read != written {
 			t.Errorf("%s: read back from storage, not from the cache", loc)
 		}
-		prev = loc
+		prev, prevFile = loc, written
 	}
 	if cache.Len() != 3 {
 		t.Fatalf("%d files cached, want 3", cache.Len())
@@ -291,5 +298,23 @@ func TestRemoveFile(t *testing.T) {
 	}
 	if err := wh.RemoveFile(t.Context(), loc); err != nil {
 		t.Fatalf("removing a missing file: %v", err)
+	}
+}
+
+// TestWriteFileCreatesNewFilesOnly writes a local file into a directory
+// that does not exist yet, then again at the same location: the second
+// write fails and the first file keeps its content.
+func TestWriteFileCreatesNewFilesOnly(t *testing.T) {
+	wh, _, dir := localWarehouse(t)
+	loc := wh.Location() + "/ns/t/metadata/00000-x.metadata.json"
+	if err := wh.WriteFile(t.Context(), loc, []byte(`{"first":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := wh.WriteFile(t.Context(), loc, []byte(`{}`)); err == nil {
+		t.Fatal("a second write of the same file succeeded")
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "ns", "t", "metadata", "00000-x.metadata.json"))
+	if err != nil || string(got) != `{"first":true}` {
+		t.Fatalf("the file holds %q (%v) after a refused write", got, err)
 	}
 }

@@ -46,6 +46,8 @@ type staged struct {
 	lists []string
 	// body is file's metadata as answered: file.ServedJSON.
 	body []byte
+	// added are the snapshots the new file has and base has not.
+	added []table.Snapshot
 }
 
 func (a *api) updateTable(w http.ResponseWriter, r *http.Request) error {
@@ -351,11 +353,8 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 			return nil, err
 		}
 	}
-	prevLoc := ""
-	if !s.create {
-		prevLoc = content.MetadataLocation
-	}
-	if s.file, err = a.writeNextTableMetadata(ctx, wh, next, prevLoc); err != nil {
+	// s.base is nil for a create, else the file at content.MetadataLocation.
+	if s.file, err = a.writeNextTableMetadata(ctx, wh, next, s.base); err != nil {
 		return nil, err
 	}
 	s.body = s.file.JSON // it holds the shared-file properties
@@ -364,7 +363,8 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 		contentID = content.ID
 	}
 	s.op = &versionstore.Operation{Kind: versionstore.OpPut, Key: id.key(), Content: icebergtable.TableContent(contentID, s.file)}
-	s.desc = describeTableChange(id, base, s.file)
+	s.added = icebergtable.AddedSnapshots(s.base, s.file)
+	s.desc = describeTableChange(id, base, s.file, s.added)
 	s.desc.rebased = stale != nil
 	return s, nil
 }
@@ -410,10 +410,11 @@ func updateFailed(id identifier, u table.Update, err error) error {
 var snapshotOperations = map[string]bool{"append": true, "overwrite": true, "replace": true, "delete": true}
 
 // describeTableChange records what a commit did to one table: the
-// operation of the snapshot it added, if any, every change it carries in
-// order (PropChanges: a transaction that evolves the schema and appends is
-// both), and the table refs it moved.
-func describeTableChange(id identifier, base table.Metadata, next *icebergtable.MetadataFile) commitDescription {
+// operation of the snapshot it added (added: the snapshots next has and
+// base has not), if any, every change it carries in order (PropChanges: a
+// transaction that evolves the schema and appends is both), and the table
+// refs it moved.
+func describeTableChange(id identifier, base table.Metadata, next *icebergtable.MetadataFile, addedSnapshots []table.Snapshot) commitDescription {
 	desc := commitDescription{op: "update", props: map[string]string{icebergtable.PropTable: id.String(), icebergtable.PropMetadataLocation: next.Location}}
 	if base == nil {
 		desc.op = "create"
@@ -421,15 +422,8 @@ func describeTableChange(id identifier, base table.Metadata, next *icebergtable.
 		return desc
 	}
 	changes := metadataChanges(base, next.Metadata)
-	known := map[int64]bool{}
-	for _, s := range base.Snapshots() {
-		known[s.SnapshotID] = true
-	}
 	var added *table.Snapshot
-	for _, s := range next.Metadata.Snapshots() {
-		if known[s.SnapshotID] {
-			continue
-		}
+	for _, s := range addedSnapshots {
 		added = &s
 		op := "update"
 		if s.Summary != nil && snapshotOperations[string(s.Summary.Operation)] {

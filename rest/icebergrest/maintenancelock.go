@@ -152,17 +152,8 @@ func (a *api) countSnapshots(results []*staged) {
 		if s.op == nil {
 			continue
 		}
-		known := map[int64]bool{}
-		if s.base != nil {
-			for _, snap := range s.base.Metadata.Snapshots() {
-				known[snap.SnapshotID] = true
-			}
-		}
 		label := ""
-		for _, snap := range s.file.Metadata.Snapshots() {
-			if known[snap.SnapshotID] {
-				continue
-			}
+		for _, snap := range s.added {
 			op := "other"
 			if snap.Summary != nil && snapshotOperations[string(snap.Summary.Operation)] {
 				op = string(snap.Summary.Operation)

@@ -32,8 +32,10 @@ func (a *api) loadTableMetadata(ctx context.Context, loc string) (*icebergtable.
 	return a.filesAt(loc).LoadTableMetadata(ctx, loc)
 }
 
-func (a *api) writeTableMetadata(ctx context.Context, loc string, meta table.Metadata) (*icebergtable.MetadataFile, error) {
-	return a.filesAt(loc).WriteTableMetadata(ctx, loc, meta)
+// writeTableMetadata writes meta, built from the file base (nil: none),
+// whose unchanged snapshots it copies instead of encoding them again.
+func (a *api) writeTableMetadata(ctx context.Context, loc string, meta table.Metadata, base *icebergtable.MetadataFile) (*icebergtable.MetadataFile, error) {
+	return a.filesAt(loc).WriteTableMetadataFrom(ctx, loc, meta, base)
 }
 
 func (a *api) readViewMetadata(ctx context.Context, loc string) (*icebergtable.ViewMetadataFile, error) {
@@ -55,10 +57,17 @@ func (a *api) removeFiles(ctx context.Context, locs ...string) {
 }
 
 // writeNextTableMetadata writes meta as the next metadata file of a table
-// in wh whose current file is prev ("" for a new table); see
+// in wh whose current file is base (nil for a new table); see
 // icebergtable.Warehouse.NewTableMetadataLocation.
-func (a *api) writeNextTableMetadata(ctx context.Context, wh *warehouse, meta table.Metadata, prev string) (*icebergtable.MetadataFile, error) {
-	return writeNext(ctx, meta, func() (string, error) { return wh.files.NewTableMetadataLocation(meta, prev) }, a.writeTableMetadata)
+func (a *api) writeNextTableMetadata(ctx context.Context, wh *warehouse, meta table.Metadata, base *icebergtable.MetadataFile) (*icebergtable.MetadataFile, error) {
+	prev := ""
+	if base != nil {
+		prev = base.Location
+	}
+	return writeNext(ctx, meta, func() (string, error) { return wh.files.NewTableMetadataLocation(meta, prev) },
+		func(ctx context.Context, loc string, meta table.Metadata) (*icebergtable.MetadataFile, error) {
+			return a.writeTableMetadata(ctx, loc, meta, base)
+		})
 }
 
 // writeNextViewMetadata is writeNextTableMetadata for views.

@@ -128,7 +128,7 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 
-	file, err := a.writeNextTableMetadata(ctx, wr.wh, meta, "")
+	file, err := a.writeNextTableMetadata(ctx, wr.wh, meta, nil)
 	if err != nil {
 		return err
 	}
