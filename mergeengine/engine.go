@@ -406,7 +406,7 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := wh.WriteTableMetadata(ctx, loc, meta)
+	f, err := wh.WriteTableMetadataFrom(ctx, loc, meta, tgtFile)
 	w.add(wh, loc)
 	if err != nil {
 		return nil, nil, err

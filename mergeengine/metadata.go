@@ -75,7 +75,7 @@ func (e *Engine) carryMetadataOnly(ctx context.Context, wh *icebergtable.Warehou
 	if err != nil {
 		return nil, "", err
 	}
-	f, err := wh.WriteTableMetadata(ctx, loc, meta)
+	f, err := wh.WriteTableMetadataFrom(ctx, loc, meta, tgt)
 	w.add(wh, loc)
 	if err != nil {
 		return nil, "", err
