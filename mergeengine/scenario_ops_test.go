@@ -33,6 +33,32 @@ func mask(s string) string {
 	return longNumber.ReplaceAllString(s, "<id>")
 }
 
+// post sends body as JSON to the Nessie API v2 at /api/v2/trees/PATH, as
+// `floe merge` and `floe transplant` do, and decodes a 200 answer into
+// out. Any other answer is the scenario's output line "STATUS message"
+// (masked), returned with ok false.
+func (d *scenario) post(t *testing.T, path string, body, out any) (failed string, ok bool) {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	resp, err := http.Post(d.srv.URL+"/api/v2/trees/"+path, "application/json", bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(data, &e)
+		return fmt.Sprintf("%d %s\n", resp.StatusCode, mask(e.Message)), false
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		t.Fatalf("POST %s: response %s: %v", path, data, err)
+	}
+	return "", true
+}
+
 // merge source=B target=T [force=NS.NAME,...] [dry-run]: a merge through
 // the Nessie API v2, as `floe merge` sends it; the outcome, with the
 // target's new head's parents when a commit was written. A dry run asks
@@ -60,25 +86,11 @@ func (d *scenario) merge(t *testing.T, td *datadriven.TestData) string {
 		}
 		body["keyMergeModes"] = modes
 	}
-	raw, _ := json.Marshal(body)
-	resp, err := http.Post(fmt.Sprintf("%s/api/v2/trees/%s@%s/history/merge", d.srv.URL, target, tgt.Head), "application/json", bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Message string `json:"message"`
-		}
-		_ = json.Unmarshal(out, &e)
-		return fmt.Sprintf("%d %s\n", resp.StatusCode, mask(e.Message))
-	}
 	var res struct {
 		WasApplied bool `json:"wasApplied"`
 	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("merge response %s: %v", out, err)
+	if failed, ok := d.post(t, fmt.Sprintf("%s@%s/history/merge", target, tgt.Head), body, &res); !ok {
+		return failed
 	}
 	if !res.WasApplied {
 		return "200 nothing to merge\n"
@@ -239,20 +251,6 @@ func (d *scenario) dryRun(t *testing.T, td *datadriven.TestData) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := json.Marshal(map[string]any{"fromRefName": source, "fromHash": src.Head.String(), "dryRun": true, "returnConflictAsResult": true})
-	resp, err := http.Post(fmt.Sprintf("%s/api/v2/trees/%s@%s/history/merge?floe-classification=true", d.srv.URL, target, tgt.Head), "application/json", bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Message string `json:"message"`
-		}
-		_ = json.Unmarshal(out, &e)
-		return fmt.Sprintf("%d %s\n", resp.StatusCode, mask(e.Message))
-	}
 	var res struct {
 		WasApplied    bool `json:"wasApplied"`
 		WasSuccessful bool `json:"wasSuccessful"`
@@ -274,8 +272,9 @@ func (d *scenario) dryRun(t *testing.T, td *datadriven.TestData) string {
 			} `json:"floeMerge"`
 		} `json:"details"`
 	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("merge response %s: %v", out, err)
+	body := map[string]any{"fromRefName": source, "fromHash": src.Head.String(), "dryRun": true, "returnConflictAsResult": true}
+	if failed, ok := d.post(t, fmt.Sprintf("%s@%s/history/merge?floe-classification=true", target, tgt.Head), body, &res); !ok {
+		return failed
 	}
 	if now, _ := st.GetRef(target); res.WasApplied || now.Head != tgt.Head {
 		t.Fatalf("a dry run moved %s (applied %v)", target, res.WasApplied)
@@ -314,25 +313,12 @@ func (d *scenario) transplant(t *testing.T, td *datadriven.TestData) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := json.Marshal(map[string]any{"fromRefName": source, "hashesToTransplant": []string{src.Head.String()}})
-	resp, err := http.Post(fmt.Sprintf("%s/api/v2/trees/%s@%s/history/transplant", d.srv.URL, target, tgt.Head), "application/json", bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Message string `json:"message"`
-		}
-		_ = json.Unmarshal(out, &e)
-		return fmt.Sprintf("%d %s\n", resp.StatusCode, mask(e.Message))
-	}
 	var res struct {
 		WasApplied bool `json:"wasApplied"`
 	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("transplant response %s: %v", out, err)
+	body := map[string]any{"fromRefName": source, "hashesToTransplant": []string{src.Head.String()}}
+	if failed, ok := d.post(t, fmt.Sprintf("%s@%s/history/transplant", target, tgt.Head), body, &res); !ok {
+		return failed
 	}
 	now, _ := st.GetRef(target)
 	if !res.WasApplied {

@@ -1,25 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
+
+	"github.com/floe-catalog/floe/testkit/benchhttp"
 )
 
 // Client speaks the Iceberg REST catalog API to one server with raw
 // net/http and JSON, so every server gets the same bytes. It is safe for
 // concurrent use; its pool keeps up to conns connections alive.
 type Client struct {
-	base string // server URL up to and including the /v1/{prefix} root
-	hc   *http.Client
+	api benchhttp.API // Base: server URL up to and including the /v1/{prefix} root
 }
 
 // NewClient asks the server at baseURL (the URL an Iceberg client is given
@@ -30,18 +25,11 @@ func NewClient(ctx context.Context, baseURL, warehouse string, conns int) (*Clie
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("invalid server URL %q: want http(s)://host:port[/path]", baseURL)
 	}
-	conns = max(conns, 1)
-	tr := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        conns,
-		MaxIdleConnsPerHost: conns,
-		MaxConnsPerHost:     conns,
-		IdleConnTimeout:     90 * time.Second,
-		// Without it Go asks for gzip, which one server may honour and
-		// another not; all then send plain JSON.
-		DisableCompression: true,
-	}
-	c := &Client{base: strings.TrimRight(u.String(), "/") + "/v1", hc: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
+	c := &Client{api: benchhttp.API{
+		Base:           strings.TrimRight(u.String(), "/") + "/v1",
+		HTTP:           benchhttp.NewHTTPClient(conns),
+		ErrorBodyLimit: 1000,
+	}}
 	var cfg struct {
 		Defaults  map[string]string `json:"defaults"`
 		Overrides map[string]string `json:"overrides"`
@@ -62,72 +50,16 @@ func NewClient(ctx context.Context, baseURL, warehouse string, conns int) (*Clie
 		prefix = p
 	}
 	if prefix != "" {
-		c.base += "/" + prefix
+		c.api.Base += "/" + prefix
 	}
 	return c, nil
 }
 
 // Close drops the pool's idle connections.
-func (c *Client) Close() { c.hc.CloseIdleConnections() }
-
-// StatusError is a non-2xx answer, with its body.
-type StatusError struct {
-	Method, URL string
-	Status      int
-	Body        string
-}
-
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("%s %s: HTTP %d: %s", e.Method, e.URL, e.Status, e.Body)
-}
-
-// IsConflict says whether err is a 409 answer (CommitFailedException).
-func IsConflict(err error) bool {
-	var se *StatusError
-	return errors.As(err, &se) && se.Status == http.StatusConflict
-}
+func (c *Client) Close() { c.api.HTTP.CloseIdleConnections() }
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
-	u := c.base + path
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return fmt.Errorf("%s %s: encoding the request: %w", method, u, err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, u, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("%s %s: reading the answer: %w", method, u, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		msg := strings.TrimSpace(string(data))
-		if len(msg) > 1000 {
-			msg = msg[:1000] + "..."
-		}
-		return &StatusError{Method: method, URL: u, Status: resp.StatusCode, Body: msg}
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%s %s: malformed answer %.200q: %w", method, u, data, err)
-	}
-	return nil
+	return c.api.Do(ctx, method, path, body, out)
 }
 
 // Snapshot is the part of a table snapshot the workloads read and write.

@@ -1,10 +1,11 @@
 // Command icebergpeers measures floe side by side with two peers on the
 // Iceberg REST catalog API: Apache Iceberg's reference REST server
 // (RESTCatalogServer on a JDBC catalog over SQLite) and Project Nessie's
-// /iceberg endpoint. One client, raw net/http and JSON (client.go), sends
-// the same bytes to every server; `make bench-peers` runs it through
-// run.sh, which starts the servers on loopback and passes each one's URL
-// and process id with -peer.
+// /iceberg endpoint. One client, raw net/http and JSON (client.go, over
+// testkit/benchhttp), sends the same bytes to every server; `make
+// bench-peers` runs it through run.sh, which starts the servers on
+// loopback (with testkit/peers.sh, shared with testkit/peerbench) and
+// passes each one's URL and process id with -peer.
 //
 // The workloads (workload.go): property commits on distinct tables with
 // 1, 8 and 32 clients; appends to one hot table with 8 and 32 clients,
@@ -19,7 +20,8 @@
 // /proc/<pid>/stat around every step (cpu.go); the tables (report.go)
 // show medians of alternated runs.
 //
-// Outside its tests it imports no floe package, so every server is driven
-// by exactly the same code and none of floe's shortcuts; its test starts
+// Outside its tests it imports no floe package but testkit/benchhttp
+// (standard library only), so every server is driven by exactly the same
+// code and none of floe's shortcuts; its test starts
 // an in-process floe through testkit/testserver.
 package main

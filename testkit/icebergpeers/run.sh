@@ -28,25 +28,13 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-floe="${FLOE_BIN:-$root/bin/floe}"
-nessie_version="${NESSIE_VERSION:-0.99.0}"
 cache="$root/.cache"
-jar_name="nessie-quarkus-$nessie_version-runner.jar"
-jar_url="https://repo.maven.apache.org/maven2/org/projectnessie/nessie/nessie-quarkus/$nessie_version/$jar_name"
+peers_label=peers
+# shellcheck source=../peers.sh
+source "$root/testkit/peers.sh"
 
 tmp="$(mktemp -d)"
 pids=()
-stop() {
-	local pid="$1" sig="$2"
-	kill -0 "$pid" 2>/dev/null || return 0
-	kill "-$sig" "$pid" 2>/dev/null || true
-	for _ in $(seq 1 200); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-}
 cleanup() {
 	local pid
 	for pid in "${pids[@]}"; do stop "$pid" TERM; done
@@ -55,36 +43,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-say() { echo "peers: $*"; }
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-# wait_http waits up to $2 seconds for a 2xx from URL $1 while pid $3 lives.
-wait_http() {
-	local url="$1" secs="$2" pid="$3"
-	for _ in $(seq 1 $((secs * 10))); do
-		curl -fsS -o /dev/null --max-time 2 "$url" 2>/dev/null && return 0
-		kill -0 "$pid" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
-# find_java MAJOR prints the first java binary of that major version or newer.
-find_java() {
-	local want="$1" j major
-	for j in ${JAVA:-} "$(command -v java || true)" /usr/lib/jvm/*/bin/java; do
-		[[ -n "$j" && -x "$j" ]] || continue
-		major="$("$j" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)"
-		if [[ -n "$major" && "$major" -ge "$want" ]]; then
-			echo "$j"
-			return 0
-		fi
-	done
-	return 1
-}
-log_tail() { tail -n 20 "$1" | sed 's/^/peers:   /'; }
-
-say "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr); load average $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%Y-%m-%d %H:%M UTC')"
+say "machine: $(machine_summary); load average $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%Y-%m-%d %H:%M UTC')"
 
 peer_args=()
 
@@ -92,16 +51,9 @@ peer_args=()
 if [[ ! -x "$floe" ]]; then
 	say "floe: $floe not found (run make build); floe left out"
 else
-	"$floe" serve --dev --addr 127.0.0.1:0 --data-dir "$tmp/floe-data" --warehouse "$tmp/floe-warehouse" >"$tmp/floe.log" 2>&1 &
-	floe_pid=$!
+	start_floe "$tmp/floe.log" --dev --addr 127.0.0.1:0 --data-dir "$tmp/floe-data" --warehouse "$tmp/floe-warehouse"
 	pids+=("$floe_pid")
-	addr=""
-	for _ in $(seq 1 100); do
-		addr="$(sed -n 's/.*msg=listening addr=\([0-9.:]*\).*/\1/p' "$tmp/floe.log" | head -n1)"
-		[[ -n "$addr" ]] && break
-		kill -0 "$floe_pid" 2>/dev/null || break
-		sleep 0.1
-	done
+	addr="$floe_addr"
 	if [[ -n "$addr" ]] && wait_http "http://$addr/v1/config?warehouse=lake" 10 "$floe_pid"; then
 		say "floe: $("$floe" version 2>/dev/null | head -n1 || echo unknown version) at http://$addr; durability: each commit is in a Pebble batch synced (fsync) before it is acknowledged; metadata.json and manifest lists on the local file:// warehouse"
 		peer_args+=(-peer "name=floe,url=http://$addr,warehouse=lake,pid=$floe_pid")
@@ -143,23 +95,6 @@ else
 fi
 
 # moto and Nessie ---------------------------------------------------------------
-fetch_jar() {
-	local jar="$cache/peer/$jar_name"
-	[[ -f "$jar" ]] && return 0
-	mkdir -p "$cache/peer"
-	say "nessie: downloading $jar_url (about 245 MB) into $cache/peer"
-	local want got
-	want="$(curl -fsSL --retry 3 "$jar_url.sha1" | awk '{print $1}')" || return 1
-	curl -fsSL --retry 3 -o "$jar.part" "$jar_url" || { rm -f "$jar.part"; return 1; }
-	got="$(sha1sum "$jar.part" | awk '{print $1}')"
-	if [[ -z "$want" || "$got" != "$want" ]]; then
-		say "nessie: SHA-1 mismatch for $jar_name: got $got, Maven Central says $want"
-		rm -f "$jar.part"
-		return 1
-	fi
-	mv "$jar.part" "$jar"
-}
-
 s3=""
 nessie_java=""
 if ! nessie_java="$(find_java 21)"; then
@@ -196,7 +131,7 @@ else
 			-Dnessie.catalog.service.s3.default-options.region=us-east-1 \
 			-Dnessie.catalog.service.s3.default-options.access-key=urn:nessie-secret:quarkus:peerbench.s3 \
 			-Dpeerbench.s3.name=peerbench -Dpeerbench.s3.secret=peerbench \
-			-jar "$cache/peer/$jar_name" >"$tmp/nessie.log" 2>&1 &
+			-jar "$jar_dir/$jar_name" >"$tmp/nessie.log" 2>&1 &
 		nessie_pid=$!
 		pids+=("$nessie_pid")
 		if wait_http "http://127.0.0.1:$port/iceberg/v1/config" 180 "$nessie_pid"; then
@@ -212,18 +147,12 @@ fi
 # floe on moto's S3 too (ICEBERGPEERS_FLOE_S3=1), beside Nessie on the same
 # store: the comparison without the local disk's advantage.
 if [[ "${ICEBERGPEERS_FLOE_S3:-0}" == 1 && -n "$s3" && -x "$floe" ]]; then
-	"$floe" serve --dev --addr 127.0.0.1:0 --data-dir "$tmp/floe-s3-data" --warehouse s3://peerbench/floe \
+	start_floe "$tmp/floe-s3.log" --dev --addr 127.0.0.1:0 --data-dir "$tmp/floe-s3-data" --warehouse s3://peerbench/floe \
 		--s3-endpoint "$s3" --s3-region us-east-1 --s3-path-style \
-		--s3-access-key-id peerbench --s3-secret-access-key peerbench >"$tmp/floe-s3.log" 2>&1 &
-	floe_s3_pid=$!
+		--s3-access-key-id peerbench --s3-secret-access-key peerbench
+	floe_s3_pid="$floe_pid"
 	pids+=("$floe_s3_pid")
-	addr=""
-	for _ in $(seq 1 100); do
-		addr="$(sed -n 's/.*msg=listening addr=\([0-9.:]*\).*/\1/p' "$tmp/floe-s3.log" | head -n1)"
-		[[ -n "$addr" ]] && break
-		kill -0 "$floe_s3_pid" 2>/dev/null || break
-		sleep 0.1
-	done
+	addr="$floe_addr"
 	if [[ -n "$addr" ]] && wait_http "http://$addr/v1/config?warehouse=lake" 10 "$floe_s3_pid"; then
 		say "floe-s3: the same floe at http://$addr with its warehouse at s3://peerbench/floe on the moto server Nessie uses; durability: commits synced in Pebble as above, metadata.json on moto (in memory)"
 		peer_args+=(-peer "name=floe-s3,url=http://$addr,warehouse=lake,pid=$floe_s3_pid,store-pid=$moto_pid")

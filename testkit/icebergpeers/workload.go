@@ -10,38 +10,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/floe-catalog/floe/testkit/benchhttp"
 )
 
 // Stats are the timings of one step.
-type Stats struct {
-	Ops     int
-	Elapsed time.Duration   // wall time of the step
-	Latency []time.Duration // one per op, sorted
-}
-
-// PerSecond is Ops over Elapsed.
-func (s Stats) PerSecond() float64 {
-	if s.Elapsed <= 0 {
-		return 0
-	}
-	return float64(s.Ops) / s.Elapsed.Seconds()
-}
-
-// Percentile returns the p-th percentile (0 < p <= 100) latency, nearest
-// rank.
-func (s Stats) Percentile(p float64) time.Duration {
-	if len(s.Latency) == 0 {
-		return 0
-	}
-	i := int(float64(len(s.Latency))*p/100+0.5) - 1
-	return s.Latency[min(max(i, 0), len(s.Latency)-1)]
-}
-
-func newStats(elapsed time.Duration, lat [][]time.Duration) Stats {
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	return Stats{Ops: len(all), Elapsed: elapsed, Latency: all}
-}
+type Stats = benchhttp.Stats
 
 // Table names one table and its UUID.
 type Table struct {
@@ -80,7 +54,7 @@ func forDuration(ctx context.Context, clients int, d time.Duration, n int, op fu
 	if err := context.Cause(ctx); err != nil {
 		return Stats{}, err
 	}
-	return newStats(elapsed, lat), nil
+	return benchhttp.NewStats(elapsed, slices.Concat(lat...)), nil
 }
 
 // PropertyCommits: client w sets a new property value on tables[w],
@@ -164,7 +138,7 @@ func HotAppends(ctx context.Context, c *Client, st *Storage, t Table, clients in
 				mu.Unlock()
 				return nil
 			}
-			if !IsConflict(err) {
+			if !benchhttp.IsConflict(err) {
 				if errCount.Add(1) > maxErrors {
 					return fmt.Errorf("more than %d failed appends, the last: %w", maxErrors, err)
 				}
@@ -262,7 +236,7 @@ func AddSnapshots(ctx context.Context, c *Client, st *Storage, t Table, n, batch
 		req, upd := AppendSnapshots(first, snaps...)
 		next, err := c.Commit(ctx, t.NS, t.Name, req, upd)
 		if err != nil {
-			if batch > 1 && !IsConflict(err) {
+			if batch > 1 && !benchhttp.IsConflict(err) {
 				return AddSnapshots(ctx, c, st, t, n-added, 1)
 			}
 			return fmt.Errorf("adding snapshots %d..%d to %s.%s: %w", added, added+k, t.NS, t.Name, err)

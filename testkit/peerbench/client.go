@@ -1,24 +1,20 @@
 package peerbench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
+
+	"github.com/floe-catalog/floe/testkit/benchhttp"
 )
 
 // Client speaks Nessie's REST API v2 to one server. It is safe for
 // concurrent use; its connection pool keeps up to conns connections alive
 // so that conns concurrent callers never wait for one or open new ones.
 type Client struct {
-	base string // server URL with /api/v2
-	hc   *http.Client
+	api benchhttp.API // Base: server URL with /api/v2
 }
 
 // NewClient returns a client of the server at serverURL (scheme, host and
@@ -28,25 +24,15 @@ func NewClient(serverURL string, conns int) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("invalid server URL %q: want http(s)://host:port", serverURL)
 	}
-	conns = max(conns, 1)
-	tr := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        conns,
-		MaxIdleConnsPerHost: conns,
-		MaxConnsPerHost:     conns,
-		IdleConnTimeout:     90 * time.Second,
-		// Without it Go asks for gzip, which one server may honour and the
-		// other not; both then send plain JSON.
-		DisableCompression: true,
-	}
-	return &Client{
-		base: strings.TrimRight(u.String(), "/") + "/api/v2",
-		hc:   &http.Client{Transport: tr, Timeout: 60 * time.Second},
-	}, nil
+	return &Client{api: benchhttp.API{
+		Base:           strings.TrimRight(u.String(), "/") + "/api/v2",
+		HTTP:           benchhttp.NewHTTPClient(conns),
+		ErrorBodyLimit: 2000,
+	}}, nil
 }
 
 // Close drops the pool's idle connections.
-func (c *Client) Close() { c.hc.CloseIdleConnections() }
+func (c *Client) Close() { c.api.HTTP.CloseIdleConnections() }
 
 // Reference is a branch or tag at a commit.
 type Reference struct {
@@ -98,59 +84,12 @@ func Put(value *Content, elements ...string) Operation {
 }
 
 // StatusError is a non-2xx answer, with its body.
-type StatusError struct {
-	Method, URL string
-	Status      int
-	Body        string
-}
-
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("%s %s: HTTP %d: %s", e.Method, e.URL, e.Status, e.Body)
-}
+type StatusError = benchhttp.StatusError
 
 // do sends body as JSON (unless nil) and decodes the answer into out
 // (unless nil). A non-2xx answer is a *StatusError.
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
-	u := c.base + path
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return fmt.Errorf("%s %s: encoding the request: %w", method, u, err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, u, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("%s %s: reading the answer: %w", method, u, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		msg := strings.TrimSpace(string(data))
-		if len(msg) > 2000 {
-			msg = msg[:2000] + "..."
-		}
-		return &StatusError{Method: method, URL: u, Status: resp.StatusCode, Body: msg}
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%s %s: malformed answer %.200q: %w", method, u, data, err)
-	}
-	return nil
+	return c.api.Do(ctx, method, path, body, out)
 }
 
 // Config checks that the server answers GET /config.
@@ -162,7 +101,7 @@ func (c *Client) Config(ctx context.Context) error {
 		return err
 	}
 	if cfg.DefaultBranch == "" {
-		return fmt.Errorf("GET %s/config: no default branch in the answer", c.base)
+		return fmt.Errorf("GET %s/config: no default branch in the answer", c.api.Base)
 	}
 	return nil
 }
@@ -231,7 +170,7 @@ func (c *Client) Commit(ctx context.Context, branch, expectedHash, message strin
 		return Reference{}, err
 	}
 	if r.TargetBranch.Hash == "" {
-		return Reference{}, fmt.Errorf("POST %s%s: no target branch hash in the answer", c.base, path)
+		return Reference{}, fmt.Errorf("POST %s%s: no target branch hash in the answer", c.api.Base, path)
 	}
 	return r.TargetBranch, nil
 }

@@ -33,29 +33,14 @@ fi
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-floe="${FLOE_BIN:-$root/bin/floe}"
-nessie_version="${NESSIE_VERSION:-0.99.0}"
-cache="$root/.cache/peer"
-jar_name="nessie-quarkus-$nessie_version-runner.jar"
-jar_url="https://repo.maven.apache.org/maven2/org/projectnessie/nessie/nessie-quarkus/$nessie_version/$jar_name"
+peers_label=peer
+# shellcheck source=../peers.sh
+source "$root/testkit/peers.sh"
 
 tmp="$(mktemp -d)"
 floe_pid=""
 nessie_pid=""
 
-# stop sends sig to pid, waits up to 20 s, then kills it.
-stop() {
-	local pid="$1" sig="$2"
-	[[ -n "$pid" ]] || return 0
-	kill -0 "$pid" 2>/dev/null || return 0
-	kill "-$sig" "$pid" 2>/dev/null || true
-	for _ in $(seq 1 200); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-}
 cleanup() {
 	stop "$nessie_pid" TERM
 	stop "$floe_pid" INT
@@ -64,72 +49,26 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-say() { echo "peer: $*"; }
-
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-
-# wait_http waits up to $2 seconds for a 200 from URL $1 while pid $3 lives.
-wait_http() {
-	local url="$1" secs="$2" pid="$3"
-	for _ in $(seq 1 $((secs * 10))); do
-		if curl -fsS -o /dev/null --max-time 2 "$url" 2>/dev/null; then
-			return 0
-		fi
-		kill -0 "$pid" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
-
-say "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)"
+say "machine: $(machine_summary)"
 
 # floe -----------------------------------------------------------------------
 floe_url=""
 if [[ ! -x "$floe" ]]; then
 	say "floe: $floe not found (run make build); floe left out"
 else
-	"$floe" serve --dev --addr 127.0.0.1:0 --data-dir "$tmp/floe-data" --warehouse "$tmp/floe-warehouse" >"$tmp/floe.log" 2>&1 &
-	floe_pid=$!
-	addr=""
-	for _ in $(seq 1 100); do
-		addr="$(sed -n 's/.*msg=listening addr=\([0-9.:]*\).*/\1/p' "$tmp/floe.log" | head -n1)"
-		[[ -n "$addr" ]] && break
-		kill -0 "$floe_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if [[ -n "$addr" ]] && wait_http "http://$addr/api/v2/config" 10 "$floe_pid"; then
-		floe_url="http://$addr"
+	start_floe "$tmp/floe.log" --dev --addr 127.0.0.1:0 --data-dir "$tmp/floe-data" --warehouse "$tmp/floe-warehouse"
+	if [[ -n "$floe_addr" ]] && wait_http "http://$floe_addr/api/v2/config" 10 "$floe_pid"; then
+		floe_url="http://$floe_addr"
 		say "floe: $("$floe" version 2>/dev/null | head -n1 || echo unknown version), serve --dev, Pebble store in a temp dir (synced commits), at $floe_url"
 	else
 		say "floe: did not start; floe left out. Its log:"
-		tail -n 20 "$tmp/floe.log" | sed 's/^/peer:   /'
+		log_tail "$tmp/floe.log"
 		stop "$floe_pid" INT
 		floe_pid=""
 	fi
 fi
 
 # Nessie ---------------------------------------------------------------------
-
-# fetch_jar downloads the runner jar once; it lands under its final name
-# only after its SHA-1 matched, so a present jar is a verified one.
-fetch_jar() {
-	local jar="$cache/$jar_name"
-	[[ -f "$jar" ]] && return 0
-	mkdir -p "$cache"
-	say "nessie: downloading $jar_url (about 245 MB) into $cache"
-	local want got
-	want="$(curl -fsSL --retry 3 "$jar_url.sha1" | awk '{print $1}')" || return 1
-	curl -fsSL --retry 3 -o "$jar.part" "$jar_url" || { rm -f "$jar.part"; return 1; }
-	got="$(sha1sum "$jar.part" | awk '{print $1}')"
-	if [[ -z "$want" || "$got" != "$want" ]]; then
-		say "nessie: SHA-1 mismatch for $jar_name: got $got, Maven Central says $want"
-		rm -f "$jar.part"
-		return 1
-	fi
-	mv "$jar.part" "$jar"
-}
 
 # start_nessie starts the jar with store type $1 and waits for its API.
 start_nessie() {
@@ -147,37 +86,23 @@ start_nessie() {
 		opts+=(-Dnessie.version.store.persist.rocks.database-path="$tmp/nessie-rocksdb")
 	fi
 	# shellcheck disable=SC2086 # NESSIE_JAVA_OPTS is split on purpose
-	"$java" ${NESSIE_JAVA_OPTS:-} "${opts[@]}" -jar "$cache/$jar_name" >"$tmp/nessie-$store.log" 2>&1 &
+	"$java" ${NESSIE_JAVA_OPTS:-} "${opts[@]}" -jar "$jar_dir/$jar_name" >"$tmp/nessie-$store.log" 2>&1 &
 	nessie_pid=$!
 	if wait_http "http://127.0.0.1:$port/api/v2/config" 180 "$nessie_pid"; then
 		nessie_url="http://127.0.0.1:$port"
 		return 0
 	fi
 	say "nessie: did not start with $store. Its log:"
-	tail -n 20 "$tmp/nessie-$store.log" | sed 's/^/peer:   /'
+	log_tail "$tmp/nessie-$store.log"
 	stop "$nessie_pid" TERM
 	nessie_pid=""
-	return 1
-}
-
-# find_java prints the first java binary of major version 21 or newer.
-find_java() {
-	local j major
-	for j in ${JAVA:-} "$(command -v java || true)" /usr/lib/jvm/*/bin/java; do
-		[[ -n "$j" && -x "$j" ]] || continue
-		major="$("$j" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)"
-		if [[ -n "$major" && "$major" -ge 21 ]]; then
-			echo "$j"
-			return 0
-		fi
-	done
 	return 1
 }
 
 nessie_url=""
 nessie_store=""
 java=""
-if ! java="$(find_java)"; then
+if ! java="$(find_java 21)"; then
 	say "nessie: no Java 21+ found (set JAVA=/path/to/bin/java); Nessie left out"
 elif ! fetch_jar; then
 	say "nessie: could not download $jar_url; Nessie left out"
@@ -213,6 +138,6 @@ status=0
 FLOE_PEER_WAREHOUSE="file://$tmp/floe-warehouse" FLOE_PEER_FLOE_URL="$floe_url" FLOE_PEER_NESSIE_URL="$nessie_url" "$@" || status=$?
 if [[ -n "$nessie_pid" ]] && ! kill -0 "$nessie_pid" 2>/dev/null; then
 	say "nessie: exited during the run. Its log:"
-	tail -n 20 "$tmp/nessie-$nessie_store.log" | sed 's/^/peer:   /'
+	log_tail "$tmp/nessie-$nessie_store.log"
 fi
 exit "$status"

@@ -9,32 +9,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/floe-catalog/floe/testkit/benchhttp"
 )
 
 // Stats are the timings of one workload run.
-type Stats struct {
-	Ops     int
-	Elapsed time.Duration   // wall time of the whole run
-	Latency []time.Duration // one per op, sorted
-}
-
-// PerSecond is Ops over Elapsed.
-func (s Stats) PerSecond() float64 {
-	if s.Elapsed <= 0 {
-		return 0
-	}
-	return float64(s.Ops) / s.Elapsed.Seconds()
-}
-
-// Percentile returns the p-th percentile (0 < p <= 100) latency, nearest
-// rank.
-func (s Stats) Percentile(p float64) time.Duration {
-	if len(s.Latency) == 0 {
-		return 0
-	}
-	i := int(float64(len(s.Latency))*p/100+0.5) - 1
-	return s.Latency[min(max(i, 0), len(s.Latency)-1)]
-}
+type Stats = benchhttp.Stats
 
 // UniqueName returns prefix followed by random hex, a valid reference
 // name and key element, so repeated runs against one server never
@@ -95,7 +75,7 @@ func Commits(ctx context.Context, c *Client, from Reference, warehouse, ns, pref
 	if err := context.Cause(ctx); err != nil {
 		return Stats{}, err
 	}
-	return newStats(elapsed, slices.Concat(lat...)), nil
+	return benchhttp.NewStats(elapsed, slices.Concat(lat...)), nil
 }
 
 // Repeat runs op n times one after the other, timing each.
@@ -109,12 +89,7 @@ func Repeat(n int, op func() error) (Stats, error) {
 		}
 		lat = append(lat, time.Since(t0))
 	}
-	return newStats(time.Since(start), lat), nil
-}
-
-func newStats(elapsed time.Duration, lat []time.Duration) Stats {
-	slices.Sort(lat)
-	return Stats{Ops: len(lat), Elapsed: elapsed, Latency: lat}
+	return benchhttp.NewStats(time.Since(start), lat), nil
 }
 
 // EnsureBranches makes sure branches prefix000 .. prefix<count-1> exist,
