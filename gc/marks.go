@@ -9,8 +9,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // marks is a run's mark set: a temporary Pebble database, so that a
@@ -60,6 +62,7 @@ const (
 )
 
 func openMarks(tempDir string) (*marks, error) {
+	removeStaleMarks(tempDir)
 	dir, err := os.MkdirTemp(tempDir, "floe-gc-marks-")
 	if err != nil {
 		return nil, fmt.Errorf("create the mark database's directory: %w", err)
@@ -258,6 +261,38 @@ func decodeProvenance(b []byte) provenance {
 
 func (p provenance) String() string {
 	return fmt.Sprintf("%s of %s on %s at commit %s", p.Kind, p.Table, p.Ref, p.Commit)
+}
+
+// staleMarksAge is how old a mark database's directory must be before
+// removeStaleMarks considers it: a run opens its database right after
+// making the directory, so a younger one may be about to be locked.
+const staleMarksAge = 10 * time.Minute
+
+// removeStaleMarks removes the mark databases of runs that ended without
+// closing them (a killed server): directories under tempDir named like
+// openMarks's whose Pebble lock no process holds (vfs.Default.Lock sees
+// other processes' locks and this one's). Best effort: a directory that
+// cannot be checked or removed stays.
+func removeStaleMarks(tempDir string) {
+	if tempDir == "" {
+		tempDir = os.TempDir()
+	}
+	dirs, err := filepath.Glob(filepath.Join(tempDir, "floe-gc-marks-*"))
+	if err != nil {
+		return
+	}
+	for _, dir := range dirs {
+		st, err := os.Stat(dir)
+		if err != nil || !st.IsDir() || time.Since(st.ModTime()) < staleMarksAge {
+			continue
+		}
+		lock, err := vfs.Default.Lock(filepath.Join(dir, "LOCK"))
+		if err != nil {
+			continue // in use
+		}
+		_ = lock.Close()
+		_ = os.RemoveAll(dir)
+	}
 }
 
 // quietLogger keeps Pebble's informational logs out of the server's.
