@@ -6,114 +6,36 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
+	"github.com/floe-catalog/floe/internal/gcreport"
 	"github.com/floe-catalog/floe/versionstore"
+)
+
+// The report's document lives in internal/gcreport, which the CLI's
+// client shares without importing the collector.
+type (
+	Report       = gcreport.Report
+	TableSummary = gcreport.TableSummary
+	FileVerdict  = gcreport.FileVerdict
 )
 
 // Outcomes of a run.
 const (
-	OutcomeOK       = "ok"
-	OutcomeError    = "error"
-	OutcomeCanceled = "canceled"
+	OutcomeOK       = gcreport.OutcomeOK
+	OutcomeError    = gcreport.OutcomeError
+	OutcomeCanceled = gcreport.OutcomeCanceled
 )
 
-// Verdicts on one file.
+// Verdicts on one file (gcreport documents each).
 const (
-	// VerdictLive: a live reference reaches it.
-	VerdictLive = "live"
-	// VerdictDelete: nothing reaches it and it is older than the grace
-	// period: deleted (a dry run: would be).
-	VerdictDelete = "delete"
-	// VerdictKept: nothing reaches it, but it is kept (younger than the
-	// grace period, or under a table with missing files).
-	VerdictKept = "kept"
-	// VerdictNotFound: no warehouse listed it.
-	VerdictNotFound = "not-found"
+	VerdictLive     = gcreport.VerdictLive
+	VerdictDelete   = gcreport.VerdictDelete
+	VerdictKept     = gcreport.VerdictKept
+	VerdictNotFound = gcreport.VerdictNotFound
 )
 
 // maxWarnings bounds the warnings a report carries.
 const maxWarnings = 100
-
-// Report is what one run did (or, for a dry run, would do).
-type Report struct {
-	ID              string    `json:"id"`
-	Started         time.Time `json:"started"`
-	Finished        time.Time `json:"finished"`
-	DurationSeconds float64   `json:"durationSeconds"`
-	DryRun          bool      `json:"dryRun"`
-	Principal       string    `json:"principal,omitempty"`
-	// Grace is the grace period the run used, as a Go duration.
-	Grace string `json:"grace"`
-	// Outcome is ok, error or canceled; Error says why when not ok.
-	Outcome string `json:"outcome"`
-	Error   string `json:"error,omitempty"`
-
-	// MarkSeconds is the first mark's time, until the references held
-	// still; the rest of DurationSeconds is the sweep (with its re-marks).
-	MarkSeconds float64 `json:"markSeconds"`
-
-	// The mark.
-	MarkRounds        int   `json:"markRounds"`
-	Refs              int   `json:"refs"`
-	Commits           int64 `json:"commits"`
-	Contents          int64 `json:"contents"`
-	MetadataFilesRead int64 `json:"metadataFilesRead"`
-	ManifestListsRead int64 `json:"manifestListsRead"`
-	ManifestsRead     int64 `json:"manifestsRead"`
-	// Marked counts files marked live (a file reached twice counts
-	// twice).
-	Marked int64 `json:"marked"`
-
-	// The sweep.
-	Listed      int64 `json:"listed"`
-	ListedBytes int64 `json:"listedBytes"`
-	Live        int64 `json:"live"`
-	LiveBytes   int64 `json:"liveBytes"`
-	// Young are unreferenced files kept for being younger than the grace
-	// period; Protected, unreferenced files kept under a table some of
-	// whose files are missing.
-	Young      int64 `json:"young"`
-	YoungBytes int64 `json:"youngBytes"`
-	Protected  int64 `json:"protected"`
-	// Deleted are the files deleted; in a dry run, those that would be.
-	Deleted      int64 `json:"deleted"`
-	DeletedBytes int64 `json:"deletedBytes"`
-	DeleteErrors int64 `json:"deleteErrors"`
-	// Revived are files this run deleted that a commit landing during
-	// the sweep made live again (README.md, "Concurrency"): they are
-	// lost, and the run failed on finding them.
-	Revived int64 `json:"revived,omitempty"`
-
-	// Tables break Deleted down by the table whose location holds the
-	// files (Unreferenced when no live table's does), with the kept ones.
-	Tables []TableSummary `json:"tables"`
-	// Files lists deleted files, up to RunOptions.ListFiles.
-	Files []FileVerdict `json:"files,omitempty"`
-	// Explained are the verdicts on RunOptions.Explain's locations.
-	Explained []FileVerdict `json:"explained,omitempty"`
-	Warnings  []string      `json:"warnings,omitempty"`
-}
-
-// TableSummary is one table's share of a run.
-type TableSummary struct {
-	Table string `json:"table"`
-	// Files and Bytes were deleted (would be, in a dry run).
-	Files int64 `json:"files"`
-	Bytes int64 `json:"bytes"`
-	// KeptFiles are not live but kept (grace period, missing files).
-	KeptFiles int64 `json:"keptFiles"`
-}
-
-// FileVerdict is the decision on one file, and why.
-type FileVerdict struct {
-	Location string    `json:"location"`
-	Size     int64     `json:"size"`
-	Modified time.Time `json:"modified,omitzero"`
-	Table    string    `json:"table,omitempty"`
-	Verdict  string    `json:"verdict"`
-	Reason   string    `json:"reason"`
-}
 
 // reportRecord is the store record holding the last run's report.
 const reportRecord = "floe.gc.last-report"

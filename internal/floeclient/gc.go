@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/floe-catalog/floe/gc"
+	"github.com/floe-catalog/floe/internal/gcreport"
 )
 
 // GCRequest asks for a garbage collection (POST /gc).
@@ -25,14 +25,14 @@ const gcPoll = 2 * time.Second
 // GC runs a garbage collection (or plans it, for a dry run) and returns
 // its report. A run that outlasts one request is waited for: GC polls GET
 // /gc/last until the run's report is there or ctx ends.
-func (c *Client) GC(ctx context.Context, req GCRequest) (*gc.Report, error) {
+func (c *Client) GC(ctx context.Context, req GCRequest) (*gcreport.Report, error) {
 	if req.WaitSeconds == 0 {
 		// Answer well within this client's own request timeout.
 		req.WaitSeconds = max(1, int((c.http.Timeout-5*time.Second)/time.Second))
 	}
 	// 200 is the report; 202 {"id", "state": "running"} a run going on.
 	var answer struct {
-		gc.Report
+		gcreport.Report
 		State string `json:"state"`
 	}
 	if err := c.Do(ctx, http.MethodPost, "/gc", nil, req, &answer); err != nil {
@@ -64,8 +64,8 @@ func (c *Client) GC(ctx context.Context, req GCRequest) (*gc.Report, error) {
 }
 
 // LastGC returns the last garbage collection's report (GET /gc/last).
-func (c *Client) LastGC(ctx context.Context) (*gc.Report, error) {
-	var rep gc.Report
+func (c *Client) LastGC(ctx context.Context) (*gcreport.Report, error) {
+	var rep gcreport.Report
 	if err := c.Do(ctx, http.MethodGet, "/gc/last", nil, nil, &rep); err != nil {
 		return nil, err
 	}
