@@ -198,18 +198,38 @@ func (e *Engine) attempt(ctx context.Context, req versionstore.MergeRequest) (*R
 	}
 
 	var w written
-	var outcomes, refused []TableOutcome
-	modes := slices.Clone(req.KeyModes)
+	outcomes, refused, modes, err := e.resolveAll(ctx, "merge", keys, req, &w,
+		func(k versionstore.ContentKey) (base, src, tgt *versionstore.Content, err error) {
+			enc := string(k.Encode())
+			return contents[0][enc], contents[1][enc], contents[2][enc], nil
+		})
+	if err != nil {
+		w.remove(ctx, e)
+		return &Result{MergeResult: res}, false, err
+	}
+	return e.finish(ctx, req.DryRun, res, ce, keys, outcomes, refused, &w, func() (*versionstore.MergeResult, error) {
+		final := req
+		final.KeyModes = append(slices.Clone(req.KeyModes), modes...)
+		return e.store.Merge(ctx, final)
+	})
+}
+
+// resolveAll decides every key with resolveTable, on the table before,
+// in and opposite the change that contentsOf gives for it, and returns the
+// outcomes, the refused ones, and a resolved key mode for each table
+// merged; an error of contentsOf ends it. A table floe cannot read (a location outside the warehouses, a
+// missing file) keeps its plain key conflict, with the reason: a merge of
+// it by content is refused, never guessed. op names the operation in logs.
+func (e *Engine) resolveAll(ctx context.Context, op string, keys []versionstore.ContentKey, req versionstore.MergeRequest, w *written,
+	contentsOf func(versionstore.ContentKey) (base, src, tgt *versionstore.Content, err error)) (outcomes, refused []TableOutcome, modes []versionstore.KeyMergeMode, err error) {
 	for _, k := range keys {
-		enc := string(k.Encode())
-		base, src, tgt := contents[0][enc], contents[1][enc], contents[2][enc]
-		out, resolved, err := e.resolveTable(ctx, k, base, src, tgt, req, &w)
+		base, src, tgt, err := contentsOf(k)
 		if err != nil {
-			// A table floe cannot read (a location outside the
-			// warehouses, a missing file) keeps its plain key conflict,
-			// with the reason: a merge of it by content is refused, never
-			// guessed.
-			e.logger.WarnContext(ctx, "merge: cannot merge a table changed on both sides by content", "key", k.String(), "err", err)
+			return nil, nil, nil, err // the store failed: no decision
+		}
+		out, resolved, err := e.resolveTable(ctx, k, base, src, tgt, req, w)
+		if err != nil {
+			e.logger.WarnContext(ctx, op+": cannot merge a table changed on both sides by content", "key", k.String(), "err", err)
 			out, resolved = &TableOutcome{Key: k, Reason: "cannot merge the table by content: " + err.Error()}, nil
 		}
 		outcomes = append(outcomes, *out)
@@ -219,17 +239,24 @@ func (e *Engine) attempt(ctx context.Context, req versionstore.MergeRequest) (*R
 		}
 		modes = append(modes, versionstore.KeyMergeMode{Key: k, Behavior: versionstore.MergeNormal, ExpectedTarget: tgt, Resolved: resolved})
 	}
+	return outcomes, refused, modes, nil
+}
+
+// finish ends an attempt whose tables were decided: with any refused,
+// nothing is written (the files written for the others are removed) and
+// the error is a *RefusedError; else commit writes every key. Files are
+// removed unless commit wrote them into the store, and retry says the
+// target moved under a resolved table.
+func (e *Engine) finish(ctx context.Context, dryRun bool, res *versionstore.MergeResult, ce *versionstore.ConflictError, keys []versionstore.ContentKey,
+	outcomes, refused []TableOutcome, w *written, commit func() (*versionstore.MergeResult, error)) (*Result, bool, error) {
 	if len(refused) > 0 {
 		w.remove(ctx, e)
 		annotate(res, ce, outcomes)
 		return &Result{MergeResult: res, Tables: outcomes}, false, &RefusedError{Conflict: ce, Tables: refused}
 	}
-
-	final := req
-	final.KeyModes = modes
-	mres, err := e.store.Merge(ctx, final)
-	out := &Result{MergeResult: mres, Tables: outcomes}
-	if err != nil || req.DryRun || !mres.WasApplied {
+	cres, err := commit()
+	out := &Result{MergeResult: cres, Tables: outcomes}
+	if err != nil || dryRun || cres == nil || !cres.WasApplied {
 		w.remove(ctx, e)
 	}
 	if err != nil && errors.As(err, &ce) && touchesAny(ce, keys) {

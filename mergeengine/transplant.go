@@ -59,46 +59,25 @@ func (e *Engine) attemptTransplant(ctx context.Context, req versionstore.Transpl
 	// transplant (classified by ClassifyTransplant).
 	pick := versionstore.MergeRequest{Target: req.Target, FromRef: req.FromRef, DryRun: req.DryRun}
 	var w written
-	var outcomes, refused []TableOutcome
-	modes := slices.Clone(req.KeyModes)
-	for _, k := range keys {
-		c := changedBy[string(k.Encode())]
-		contents, err := e.contentsAt(ctx, []versionstore.ContentKey{k}, c.Parent(), c.Hash, res.EffectiveTargetHash)
-		if err != nil {
-			w.remove(ctx, e)
-			return &Result{MergeResult: res}, false, err
-		}
-		enc := string(k.Encode())
-		base, src, tgt := contents[0][enc], contents[1][enc], contents[2][enc]
-		out, resolved, err := e.resolveTable(ctx, k, base, src, tgt, pick, &w)
-		if err != nil {
-			e.logger.WarnContext(ctx, "transplant: cannot merge a table changed on both sides by content", "key", k.String(), "err", err)
-			out, resolved = &TableOutcome{Key: k, Reason: "cannot merge the table by content: " + err.Error()}, nil
-		}
-		outcomes = append(outcomes, *out)
-		if !out.Merged {
-			refused = append(refused, *out)
-			continue
-		}
-		modes = append(modes, versionstore.KeyMergeMode{Key: k, Behavior: versionstore.MergeNormal, ExpectedTarget: tgt, Resolved: resolved})
-	}
-	if len(refused) > 0 {
+	outcomes, refused, modes, err := e.resolveAll(ctx, "transplant", keys, pick, &w,
+		func(k versionstore.ContentKey) (base, src, tgt *versionstore.Content, err error) {
+			c := changedBy[string(k.Encode())]
+			contents, err := e.contentsAt(ctx, []versionstore.ContentKey{k}, c.Parent(), c.Hash, res.EffectiveTargetHash)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			enc := string(k.Encode())
+			return contents[0][enc], contents[1][enc], contents[2][enc], nil
+		})
+	if err != nil {
 		w.remove(ctx, e)
-		annotate(res, ce, outcomes)
-		return &Result{MergeResult: res, Tables: outcomes}, false, &RefusedError{Conflict: ce, Tables: refused}
+		return &Result{MergeResult: res}, false, err
 	}
-
-	final := req
-	final.KeyModes = modes
-	tres, err := e.store.Transplant(ctx, final)
-	out := &Result{MergeResult: tres, Tables: outcomes}
-	if err != nil || req.DryRun || tres == nil || !tres.WasApplied {
-		w.remove(ctx, e)
-	}
-	if err != nil && errors.As(err, &ce) && touchesAny(ce, keys) {
-		return out, true, err
-	}
-	return out, false, err
+	return e.finish(ctx, req.DryRun, res, ce, keys, outcomes, refused, &w, func() (*versionstore.MergeResult, error) {
+		final := req
+		final.KeyModes = append(slices.Clone(req.KeyModes), modes...)
+		return e.store.Transplant(ctx, final)
+	})
 }
 
 // changingCommits finds, for each key, the one commit of commits that
