@@ -7,31 +7,31 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/floe-catalog/floe/internal/gcreport"
+	"github.com/floe-catalog/floe/internal/apidoc"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
-// The report's document lives in internal/gcreport, which the CLI's
-// client shares without importing the collector.
+// The report's document lives in internal/apidoc, which the CLI's client
+// shares without importing the collector.
 type (
-	Report       = gcreport.Report
-	TableSummary = gcreport.TableSummary
-	FileVerdict  = gcreport.FileVerdict
+	Report       = apidoc.GCReport
+	TableSummary = apidoc.GCTableSummary
+	FileVerdict  = apidoc.GCFileVerdict
 )
 
 // Outcomes of a run.
 const (
-	OutcomeOK       = gcreport.OutcomeOK
-	OutcomeError    = gcreport.OutcomeError
-	OutcomeCanceled = gcreport.OutcomeCanceled
+	OutcomeOK       = apidoc.GCOutcomeOK
+	OutcomeError    = apidoc.GCOutcomeError
+	OutcomeCanceled = apidoc.GCOutcomeCanceled
 )
 
-// Verdicts on one file (gcreport documents each).
+// Verdicts on one file (apidoc documents each).
 const (
-	VerdictLive     = gcreport.VerdictLive
-	VerdictDelete   = gcreport.VerdictDelete
-	VerdictKept     = gcreport.VerdictKept
-	VerdictNotFound = gcreport.VerdictNotFound
+	VerdictLive     = apidoc.GCVerdictLive
+	VerdictDelete   = apidoc.GCVerdictDelete
+	VerdictKept     = apidoc.GCVerdictKept
+	VerdictNotFound = apidoc.GCVerdictNotFound
 )
 
 // maxWarnings bounds the warnings a report carries.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/floe-catalog/floe/internal/apidoc"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -88,30 +89,13 @@ func (t Target) ID() string {
 	return hex.EncodeToString(h[:16])
 }
 
-// Holder is who holds a lease: the authenticated principal that acquired
-// it and the job name it gave.
-type Holder struct {
-	Principal string `json:"principal"`
-	Job       string `json:"job"`
-}
-
-// Lock is a live lease as anybody may see it: never its token.
-type Lock struct {
-	ID       string    `json:"id"`
-	Branch   string    `json:"branch"`
-	Table    []string  `json:"table"`
-	Holder   Holder    `json:"holder"`
-	Acquired time.Time `json:"acquired"`
-	Renewed  time.Time `json:"renewed"`
-	Expires  time.Time `json:"expires"`
-}
-
-// Lease is what the acquirer gets: the lock and its token, the proof of
-// holding it for renewals, releases and maintenance commits.
-type Lease struct {
-	Lock
-	Token string `json:"token"`
-}
+// The lease's documents live in internal/apidoc, which the CLI's client
+// shares without importing this package.
+type (
+	Holder = apidoc.LockHolder
+	Lock   = apidoc.Lock
+	Lease  = apidoc.Lease
+)
 
 // HeldError reports a lock held by someone else: an acquisition that must
 // skip its cycle, a renewal or release with another lease's token, or a
@@ -493,11 +477,8 @@ func (s *Service) CheckCommit(ctx context.Context, t Target, token, kind string)
 	return &HeldError{Lock: cur.lock(), What: what}
 }
 
-// TokenHeader is the HTTP header a lease's token travels in: on floe's
-// API to renew and release, and on Iceberg REST commits to prove that a
-// maintenance commit is the holder's (engines set it as the catalog
-// property header.Floe-Maintenance-Lock).
-const TokenHeader = "Floe-Maintenance-Lock"
+// TokenHeader is the HTTP header a lease's token travels in (apidoc).
+const TokenHeader = apidoc.LockTokenHeader
 
 func kindDescription(kind string) string {
 	switch kind {

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-catalog/floe/icebergtable"
+	"github.com/floe-catalog/floe/internal/apidoc"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -18,51 +19,12 @@ import (
 // caller gives none.
 const DefaultStatsWindow = 24 * time.Hour
 
-// TableStats are one table's maintenance figures on one branch, computed
-// from its current metadata file. Snapshot creation rate per operation is
-// the best single proxy for commit contention (seed 003): a table taking
-// many appends an hour is where compactions and expiries conflict.
-type TableStats struct {
-	Branch           string    `json:"branch"`
-	Table            []string  `json:"table"`
-	MetadataLocation string    `json:"metadata-location"`
-	Since            time.Time `json:"since"`
-	Until            time.Time `json:"until"`
-	// Snapshots counts the snapshots the metadata still lists (expired
-	// ones are gone) that were committed at or after Since, by summary
-	// operation ("unknown" without one). Snapshot times are the writers'
-	// clocks, so one a little ahead of the server's still counts.
-	Snapshots map[string]OperationStats `json:"snapshots"`
-	// SnapshotsInWindow is the sum of Snapshots' counts; SnapshotsTotal
-	// counts every snapshot the metadata lists.
-	SnapshotsInWindow int `json:"snapshots-in-window"`
-	SnapshotsTotal    int `json:"snapshots-total"`
-	// Current are the totals of the current snapshot's summary (absent
-	// for a table without snapshots, or a summary without totals).
-	Current *CurrentTotals `json:"current,omitempty"`
-	// Lock is the table's live maintenance lease on the branch, if any.
-	Lock *Lock `json:"lock,omitempty"`
-}
-
-// OperationStats are the snapshots of one operation in the window.
-type OperationStats struct {
-	Count int `json:"count"`
-	// PerHour is Count over the window's length in hours.
-	PerHour float64 `json:"per-hour"`
-}
-
-// CurrentTotals are the current snapshot's summary totals.
-type CurrentTotals struct {
-	SnapshotID      int64  `json:"snapshot-id"`
-	Operation       string `json:"operation,omitempty"`
-	Committed       string `json:"committed"`
-	Records         *int64 `json:"total-records,omitempty"`
-	DataFiles       *int64 `json:"total-data-files,omitempty"`
-	DeleteFiles     *int64 `json:"total-delete-files,omitempty"`
-	FilesSize       *int64 `json:"total-files-size,omitempty"`
-	PositionDeletes *int64 `json:"total-position-deletes,omitempty"`
-	EqualityDeletes *int64 `json:"total-equality-deletes,omitempty"`
-}
+// The statistics' documents live in internal/apidoc.
+type (
+	TableStats     = apidoc.TableStats
+	OperationStats = apidoc.OperationStats
+	CurrentTotals  = apidoc.CurrentTotals
+)
 
 // Stats computes table statistics: it reads table metadata through the
 // warehouses and the lock's state from the locks.

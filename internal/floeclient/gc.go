@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/floe-catalog/floe/internal/gcreport"
+	"github.com/floe-catalog/floe/internal/apidoc"
 )
 
 // GCRequest asks for a garbage collection (POST /gc).
@@ -25,23 +25,23 @@ const gcPoll = 2 * time.Second
 // GC runs a garbage collection (or plans it, for a dry run) and returns
 // its report. A run that outlasts one request is waited for: GC polls GET
 // /gc/last until the run's report is there or ctx ends.
-func (c *Client) GC(ctx context.Context, req GCRequest) (*gcreport.Report, error) {
+func (c *Client) GC(ctx context.Context, req GCRequest) (*apidoc.GCReport, error) {
 	if req.WaitSeconds == 0 {
 		// Answer well within this client's own request timeout.
 		req.WaitSeconds = max(1, int((c.http.Timeout-5*time.Second)/time.Second))
 	}
 	// 200 is the report; 202 {"id", "state": "running"} a run going on.
 	var answer struct {
-		gcreport.Report
+		apidoc.GCReport
 		State string `json:"state"`
 	}
 	if err := c.Do(ctx, http.MethodPost, "/gc", nil, req, &answer); err != nil {
 		return nil, err
 	}
 	if answer.State != "running" {
-		return &answer.Report, nil
+		return &answer.GCReport, nil
 	}
-	started := answer.Report
+	started := answer.GCReport
 	t := time.NewTicker(gcPoll)
 	defer t.Stop()
 	for {
@@ -64,8 +64,8 @@ func (c *Client) GC(ctx context.Context, req GCRequest) (*gcreport.Report, error
 }
 
 // LastGC returns the last garbage collection's report (GET /gc/last).
-func (c *Client) LastGC(ctx context.Context) (*gcreport.Report, error) {
-	var rep gcreport.Report
+func (c *Client) LastGC(ctx context.Context) (*apidoc.GCReport, error) {
+	var rep apidoc.GCReport
 	if err := c.Do(ctx, http.MethodGet, "/gc/last", nil, nil, &rep); err != nil {
 		return nil, err
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // TestImportsNoServerCode: the CLI's client must not pull the server in;
-// besides the standard library it may depend only on internal/gcreport,
+// besides the standard library it may depend only on internal/apidoc,
 // itself standard library only.
 func TestImportsNoServerCode(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").Output()
@@ -16,7 +16,7 @@ func TestImportsNoServerCode(t *testing.T) {
 	}
 	allowed := map[string]bool{
 		"github.com/floe-catalog/floe/internal/floeclient": true,
-		"github.com/floe-catalog/floe/internal/gcreport":   true,
+		"github.com/floe-catalog/floe/internal/apidoc":     true,
 	}
 	deps := strings.Fields(string(out))
 	if len(deps) == 0 {

@@ -8,34 +8,23 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/floe-catalog/floe/internal/apidoc"
 )
 
-// LockTokenHeader carries a maintenance lease's token (as
-// maintenance.TokenHeader).
-const LockTokenHeader = "Floe-Maintenance-Lock"
+// The maintenance lock's and table statistics' documents, as the server
+// defines them (internal/apidoc).
+type (
+	LockHolder     = apidoc.LockHolder
+	Lock           = apidoc.Lock
+	Lease          = apidoc.Lease
+	TableStats     = apidoc.TableStats
+	OperationStats = apidoc.OperationStats
+	CurrentTotals  = apidoc.CurrentTotals
+)
 
-// LockHolder is who holds a maintenance lock.
-type LockHolder struct {
-	Principal string `json:"principal"`
-	Job       string `json:"job"`
-}
-
-// Lock is a live maintenance lease.
-type Lock struct {
-	ID       string     `json:"id"`
-	Branch   string     `json:"branch"`
-	Table    []string   `json:"table"`
-	Holder   LockHolder `json:"holder"`
-	Acquired time.Time  `json:"acquired"`
-	Renewed  time.Time  `json:"renewed"`
-	Expires  time.Time  `json:"expires"`
-}
-
-// Lease is an acquired lock with its token.
-type Lease struct {
-	Lock
-	Token string `json:"token"`
-}
+// LockTokenHeader carries a maintenance lease's token.
+const LockTokenHeader = apidoc.LockTokenHeader
 
 // HeldLock returns the lock an error says is held by someone else (a 409
 // CONFLICT whose details are the lock), or nil.
@@ -101,39 +90,6 @@ func (c *Client) RenewLock(ctx context.Context, id, token string, ttl time.Durat
 // ReleaseLock ends the lease token holds.
 func (c *Client) ReleaseLock(ctx context.Context, id, token string) error {
 	return c.doWithHeader(ctx, http.MethodDelete, "/maintenance/locks/"+url.PathEscape(id), LockTokenHeader, token, nil, nil)
-}
-
-// TableStats are a table's maintenance statistics.
-type TableStats struct {
-	Branch            string                    `json:"branch"`
-	Table             []string                  `json:"table"`
-	MetadataLocation  string                    `json:"metadata-location"`
-	Since             time.Time                 `json:"since"`
-	Until             time.Time                 `json:"until"`
-	Snapshots         map[string]OperationStats `json:"snapshots"`
-	SnapshotsInWindow int                       `json:"snapshots-in-window"`
-	SnapshotsTotal    int                       `json:"snapshots-total"`
-	Current           *CurrentTotals            `json:"current,omitempty"`
-	Lock              *Lock                     `json:"lock,omitempty"`
-}
-
-// OperationStats are the snapshots of one operation in a window.
-type OperationStats struct {
-	Count   int     `json:"count"`
-	PerHour float64 `json:"per-hour"`
-}
-
-// CurrentTotals are the current snapshot's summary totals.
-type CurrentTotals struct {
-	SnapshotID      int64  `json:"snapshot-id"`
-	Operation       string `json:"operation,omitempty"`
-	Committed       string `json:"committed"`
-	Records         *int64 `json:"total-records,omitempty"`
-	DataFiles       *int64 `json:"total-data-files,omitempty"`
-	DeleteFiles     *int64 `json:"total-delete-files,omitempty"`
-	FilesSize       *int64 `json:"total-files-size,omitempty"`
-	PositionDeletes *int64 `json:"total-position-deletes,omitempty"`
-	EqualityDeletes *int64 `json:"total-equality-deletes,omitempty"`
 }
 
 // TableStats computes table's statistics on branch over the window

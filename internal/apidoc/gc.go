@@ -1,30 +1,30 @@
-package gcreport
+package apidoc
 
 import "time"
 
-// Outcomes of a run.
+// Outcomes of a garbage collection run.
 const (
-	OutcomeOK       = "ok"
-	OutcomeError    = "error"
-	OutcomeCanceled = "canceled"
+	GCOutcomeOK       = "ok"
+	GCOutcomeError    = "error"
+	GCOutcomeCanceled = "canceled"
 )
 
-// Verdicts on one file.
+// Verdicts of a garbage collection on one file.
 const (
-	// VerdictLive: a live reference reaches it.
-	VerdictLive = "live"
-	// VerdictDelete: nothing reaches it and it is older than the grace
+	// GCVerdictLive: a live reference reaches it.
+	GCVerdictLive = "live"
+	// GCVerdictDelete: nothing reaches it and it is older than the grace
 	// period: deleted (a dry run: would be).
-	VerdictDelete = "delete"
-	// VerdictKept: nothing reaches it, but it is kept (younger than the
+	GCVerdictDelete = "delete"
+	// GCVerdictKept: nothing reaches it, but it is kept (younger than the
 	// grace period, or under a table with missing files).
-	VerdictKept = "kept"
-	// VerdictNotFound: no warehouse listed it.
-	VerdictNotFound = "not-found"
+	GCVerdictKept = "kept"
+	// GCVerdictNotFound: no warehouse listed it.
+	GCVerdictNotFound = "not-found"
 )
 
-// Report is what one run did (or, for a dry run, would do).
-type Report struct {
+// GCReport is what one run did (or, for a dry run, would do).
+type GCReport struct {
 	ID              string    `json:"id"`
 	Started         time.Time `json:"started"`
 	Finished        time.Time `json:"finished"`
@@ -75,16 +75,16 @@ type Report struct {
 
 	// Tables break Deleted down by the table whose location holds the
 	// files (Unreferenced when no live table's does), with the kept ones.
-	Tables []TableSummary `json:"tables"`
+	Tables []GCTableSummary `json:"tables"`
 	// Files lists deleted files, up to gc.RunOptions.ListFiles.
-	Files []FileVerdict `json:"files,omitempty"`
+	Files []GCFileVerdict `json:"files,omitempty"`
 	// Explained are the verdicts on gc.RunOptions.Explain's locations.
-	Explained []FileVerdict `json:"explained,omitempty"`
-	Warnings  []string      `json:"warnings,omitempty"`
+	Explained []GCFileVerdict `json:"explained,omitempty"`
+	Warnings  []string        `json:"warnings,omitempty"`
 }
 
-// TableSummary is one table's share of a run.
-type TableSummary struct {
+// GCTableSummary is one table's share of a run.
+type GCTableSummary struct {
 	Table string `json:"table"`
 	// Files and Bytes were deleted (would be, in a dry run).
 	Files int64 `json:"files"`
@@ -93,8 +93,8 @@ type TableSummary struct {
 	KeptFiles int64 `json:"keptFiles"`
 }
 
-// FileVerdict is the decision on one file, and why.
-type FileVerdict struct {
+// GCFileVerdict is the decision on one file, and why.
+type GCFileVerdict struct {
 	Location string    `json:"location"`
 	Size     int64     `json:"size"`
 	Modified time.Time `json:"modified,omitzero"`

@@ -1,0 +1,10 @@
+// Package apidoc holds documents floe's own API answers (rest/floeapi)
+// that the server's packages produce and the CLI's client
+// (internal/floeclient) reads: the garbage collection report (package gc)
+// and the maintenance lock and table statistics (package maintenance).
+// Those packages alias these types, so each document is defined once and
+// the client reads it without importing the server's code, its store or
+// iceberg-go.
+//
+// It imports only the standard library.
+package apidoc
