@@ -1,7 +1,6 @@
 package icebergrest
 
 import (
-	"encoding/json"
 	"net/http"
 	"slices"
 
@@ -79,20 +78,8 @@ func tableChangeContent(tc tableChange) policy.Content {
 		op := ""
 		switch action {
 		case table.UpdateAddSnapshot, table.UpdateSetSnapshotRef:
-			// iceberg-go keeps these updates' types unexported; their
-			// JSON form is the spec's.
-			var fields struct {
-				Snapshot *struct {
-					Summary *struct {
-						Operation string `json:"operation"`
-					} `json:"summary"`
-				} `json:"snapshot"`
-				RefName string `json:"ref-name"`
-			}
-			if raw, err := json.Marshal(u); err == nil && json.Unmarshal(raw, &fields) == nil {
-				if fields.Snapshot != nil && fields.Snapshot.Summary != nil {
-					op = fields.Snapshot.Summary.Operation
-				}
+			if fields, err := decodeUpdate(u); err == nil {
+				op = fields.snapshotOperation()
 				if fields.RefName != "" && !slices.Contains(ic.Branches, fields.RefName) {
 					ic.Branches = append(ic.Branches, fields.RefName)
 				}

@@ -1,7 +1,6 @@
 package icebergrest
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -48,16 +47,7 @@ func maintenanceKind(updates table.Updates) string {
 		case table.UpdateRemoveSnapshots:
 			kind = maintenance.KindExpire
 		case table.UpdateAddSnapshot:
-			var fields struct {
-				Snapshot *struct {
-					Summary *struct {
-						Operation string `json:"operation"`
-					} `json:"summary"`
-				} `json:"snapshot"`
-			}
-			raw, err := json.Marshal(u)
-			if err == nil && json.Unmarshal(raw, &fields) == nil && fields.Snapshot != nil &&
-				fields.Snapshot.Summary != nil && fields.Snapshot.Summary.Operation == string(table.OpReplace) {
+			if f, err := decodeUpdate(u); err == nil && f.snapshotOperation() == string(table.OpReplace) {
 				return maintenance.KindRewrite
 			}
 		}

@@ -64,6 +64,23 @@ type updateFields struct {
 	Removals []string `json:"removals"`
 	// ViewVersion is add-view-version's version; nil when absent or null.
 	ViewVersion *json.RawMessage `json:"view-version"`
+	// Snapshot is add-snapshot's snapshot, as far as authorization and the
+	// maintenance lock read it; RefName is set-snapshot-ref's ref.
+	Snapshot *struct {
+		Summary *struct {
+			Operation string `json:"operation"`
+		} `json:"summary"`
+	} `json:"snapshot"`
+	RefName string `json:"ref-name"`
+}
+
+// snapshotOperation is the summary operation of add-snapshot's snapshot;
+// "" for other updates, or a snapshot without one.
+func (f updateFields) snapshotOperation() string {
+	if f.Snapshot == nil || f.Snapshot.Summary == nil {
+		return ""
+	}
+	return f.Snapshot.Summary.Operation
 }
 
 func decodeUpdate(u any) (updateFields, error) {
