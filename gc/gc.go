@@ -80,6 +80,10 @@ type Collector struct {
 	metrics *metrics
 	running atomic.Bool
 	exclude []string
+	// reportMu orders the end of runs: a run clears running and saves its
+	// report under it, so a run started the moment the flag clears saves
+	// after, and a visible report means another run may start.
+	reportMu sync.Mutex
 
 	// base ends every run when the collector closes; background runs
 	// (Start, Schedule) are tracked by wg.
@@ -161,7 +165,6 @@ func (c *Collector) Run(ctx context.Context, ro RunOptions) (*Report, error) {
 	if !c.running.CompareAndSwap(false, true) {
 		return nil, ErrRunning
 	}
-	defer c.running.Store(false)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	defer context.AfterFunc(c.base, stop)()
@@ -190,7 +193,6 @@ func (c *Collector) Start(ro RunOptions) (string, <-chan Result, error) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		defer c.running.Store(false)
 		rep, err := c.runOnce(c.base, ro, start)
 		out <- Result{Report: rep, Err: err}
 	}()
@@ -234,6 +236,7 @@ func (c *Collector) Running() bool { return c.running.Load() }
 
 func reportID(start time.Time) string { return start.UTC().Format("20060102T150405.000000000Z") }
 
+// runOnce does the run its caller claimed by setting running, and clears it.
 func (c *Collector) runOnce(ctx context.Context, ro RunOptions, start time.Time) (*Report, error) {
 	grace := c.opts.Grace
 	if ro.Grace > 0 {
@@ -255,9 +258,12 @@ func (c *Collector) runOnce(ctx context.Context, ro RunOptions, start time.Time)
 		rep.Outcome, rep.Error = OutcomeError, err.Error()
 	}
 	c.metrics.observe(rep)
+	c.reportMu.Lock()
+	c.running.Store(false)
 	if serr := c.saveReport(context.WithoutCancel(ctx), rep); serr != nil {
 		c.log.Error("gc: keeping the report failed", "error", serr)
 	}
+	c.reportMu.Unlock()
 	c.log.Info("gc run finished", "dry_run", ro.DryRun, "outcome", rep.Outcome, "marked", rep.Marked,
 		"deleted", rep.Deleted, "bytes", rep.DeletedBytes, "duration", rep.Finished.Sub(rep.Started), "error", rep.Error)
 	return rep, err
