@@ -212,11 +212,16 @@ func (s *Store) bothTrees(ctx context.Context, a, b *Commit, src objectSource) (
 
 // rebuild recomputes c's tree from the nearest first-parent ancestor whose
 // tree is readable, checks it against c's tree hash, and registers the
-// nodes it made.
+// nodes it made when they and the persisted nodes hold the whole tree.
 func (s *Store) rebuild(ctx context.Context, c *Commit, src objectSource) (*nodeSet, error) {
 	var chain []*Commit
 	x := c
 	var base nodeSource
+	// standalone is false when the base tree is read from a round that is
+	// not durable, whose nodes may never be (a failed or unchanged write):
+	// a set built on it holds only what the rebuild made, so it serves
+	// this caller through src but is not registered for later reads.
+	standalone := true
 	for {
 		r, ok, err := s.readable(ctx, x.Tree, src)
 		if err != nil {
@@ -224,6 +229,10 @@ func (s *Store) rebuild(ctx context.Context, c *Commit, src objectSource) (*node
 		}
 		if ok {
 			base = r
+			if o, isOverlay := src.(*overlay); isOverlay && r == nodeSource(src) {
+				_, inRound := o.find(x.Tree)
+				standalone = !inRound
+			}
 			break
 		}
 		if len(chain) == maxRebuild {
@@ -272,9 +281,10 @@ func (s *Store) rebuild(ctx context.Context, c *Commit, src objectSource) (*node
 		return nil, fmt.Errorf("%w: commit %s: the operations of the %d commits since tree %s give tree %s, not its tree %s",
 			ErrCorrupt, c.Hash, len(chain), x.Tree, root, c.Tree)
 	}
-	roots := []Hash{c.Tree}
 	set := &nodeSet{nodes: mem.made}
-	s.trees.register(roots, set)
+	if standalone {
+		s.trees.register([]Hash{c.Tree}, set)
+	}
 	s.stats.TreesRebuilt.Add(1)
 	return set, nil
 }

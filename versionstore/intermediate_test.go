@@ -330,3 +330,84 @@ func TestTransplantOntoEmptyBranch(t *testing.T) {
 		t.Fatalf("%d trees rebuilt, want the first transplanted commit's", s.Stats().TreesRebuilt.Load())
 	}
 }
+
+// TestReadsAfterAMergeThatWroteNothing: a merge onto a branch whose head
+// tree is intermediate copies that tree into its round and rebuilds the
+// source's tree on it. When the merge writes nothing (a dry run), those
+// copies are dropped, so the rebuilt tree must not be remembered for later
+// reads: a read of the source's child, rebuilt from it, would miss nodes.
+func TestReadsAfterAMergeThatWroteNothing(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s, _, err := openStore(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	ops := []versionstore.Operation{put(nsKey(0), &versionstore.Content{Type: versionstore.Namespace})}
+	for i := range 600 {
+		k := versionstore.ContentKey{"ns0000", fmt.Sprintf("base-%04d", i)}
+		ops = append(ops, put(k, tableContent(k, 0, "")))
+	}
+	if _, err := commit(ctx, s, versionstore.DefaultBranch, ops...); err != nil {
+		t.Fatal(err)
+	}
+	// Each committer writes near its own base key, so consecutive
+	// commits of a round change different leaves: a commit keeps its
+	// predecessor's new leaf, which a later commit of the round replaces,
+	// so that leaf is in no persisted tree.
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 20 {
+				k := versionstore.ContentKey{"ns0000", fmt.Sprintf("base-%04d-%02d", g*75, i)}
+				if _, err := commit(ctx, s, versionstore.DefaultBranch, put(k, tableContent(k, 0, ""))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	history := mainHistory(t, s)
+	intermediate := func(c *versionstore.Commit) bool {
+		persisted, err := versionstore.TreePersisted(ctx, s, c.Hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !persisted
+	}
+	run := -1
+	for i := 1; i+2 < len(history) && run < 0; i++ {
+		if intermediate(history[i]) && intermediate(history[i+1]) && intermediate(history[i+2]) {
+			run = i
+		}
+	}
+	if run < 0 {
+		t.Fatal("no three consecutive commits with intermediate trees")
+	}
+	base, source, child := history[run], history[run+1], history[run+2]
+	wantChild := keysAt(t, s, child.Hash)
+	// Reopened, the store remembers no tree: the merge below rebuilds both.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, _, err = openStore(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateRef(ctx, versionstore.CreateRefRequest{Name: "b", Type: versionstore.Branch, Target: base.Hash}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Merge(ctx, versionstore.MergeRequest{
+		Target: "b", ExpectedTarget: base.Hash, From: source.Hash, Committer: "test", DryRun: true,
+	})
+	if err != nil || !res.WasSuccessful {
+		t.Fatalf("dry-run merge: %+v, %v", res, err)
+	}
+	if got := keysAt(t, s, child.Hash); !slices.Equal(got, wantChild) {
+		t.Fatalf("commit after the merged one: %d keys, want %d", len(got), len(wantChild))
+	}
+}

@@ -233,6 +233,7 @@ func runSequence(ctx context.Context, seed uint64, steps int, dir string, stats 
 	}
 	for r.step = 1; r.step <= steps; r.step++ {
 		r.randomStep()
+		r.checkStoredTrees()
 		r.checkAll()
 		if r.step == reopenAt {
 			r.logf("reopen the store")
@@ -961,7 +962,10 @@ type runner struct {
 	step  int
 	trace []string
 	stats *modelStats
-	opts  vs.Options // the options of the open store
+	// wholeNodes are persisted nodes checkStoredTrees found whole; objects
+	// are never deleted, so they stay whole.
+	wholeNodes map[vs.Hash]bool
+	opts       vs.Options // the options of the open store
 
 	// The store names equal contents by equal hashes; these check it.
 	hashOfVal map[mval]vs.Hash
@@ -2275,7 +2279,7 @@ func paged[T any](r *runner, check string, limit int, list func(token string) ([
 	for pages := 0; ; pages++ {
 		items, next, err := list(token)
 		if err != nil {
-			r.fail(check, "page %d: %v", pages, err)
+			r.fail(check, "page %d: %v (%s)", pages, err, r.namesIn(err))
 		}
 		if limit > 0 && (len(items) > limit || (next != "" && len(items) != limit)) {
 			r.fail(check, "page %d has %d items with limit %d (more: %v)", pages, len(items), limit, next != "")
@@ -2393,7 +2397,11 @@ func (r *runner) checkDiff(a, b int, kr keyRange) {
 	opts := vs.DiffOptions{Prefix: ckOrNil(kr.prefix), Min: ckOrNil(kr.min), Max: ckOrNil(kr.max), Limit: limit}
 	got := paged(r, "diff", limit, func(token string) ([]vs.DiffEntry, string, error) {
 		opts.PageToken = token
-		return r.s.Diff(r.ctx, r.m.commits[a].hash, r.m.commits[b].hash, opts)
+		d, n, err := r.s.Diff(r.ctx, r.m.commits[a].hash, r.m.commits[b].hash, opts)
+		if err != nil {
+			err = fmt.Errorf("%s..%s: %w", r.cname(a), r.cname(b), err)
+		}
+		return d, n, err
 	})
 	var want []mkey
 	for _, k := range sortedKeys(mergeMaps(as, bs)) {
@@ -2537,5 +2545,34 @@ func (r *runner) checkHistory() {
 	}
 	if len(entries) != r.m.reflog[logName] {
 		r.fail("ref-log", "RefLog(%q) has %d entries, model %d", logName, len(entries), r.m.reflog[logName])
+	}
+}
+
+// namesIn names the model's commits whose hashes err mentions.
+func (r *runner) namesIn(err error) string {
+	var out []string
+	for h, id := range r.m.byHash {
+		if strings.Contains(err.Error(), h.String()) {
+			out = append(out, h.String()[:8]+"="+r.cname(id))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// checkStoredTrees checks, bypassing every cache, that the persisted and
+// the remembered trees are whole: a missing node shows up at the step
+// that lost it, not only when a later read happens to need it.
+func (r *runner) checkStoredTrees() {
+	var hs []vs.Hash
+	for id, c := range r.m.commits {
+		if id != 0 {
+			hs = append(hs, c.hash)
+		}
+	}
+	if r.wholeNodes == nil {
+		r.wholeNodes = map[vs.Hash]bool{}
+	}
+	if err := vs.CheckTrees(r.ctx, r.s, hs, r.wholeNodes); err != nil {
+		r.fail("stored-trees", "%v (%s)", err, r.namesIn(err))
 	}
 }
