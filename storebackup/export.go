@@ -152,4 +152,3 @@ func report(file string, start, end time.Time, st *storeexport.Stats) *ExportRep
 	return &ExportReport{File: file, Started: start.UTC(), Objects: st.Objects, ObjectBytes: st.ObjectBytes, Log: st.Log,
 		Records: st.Records, Refs: st.Refs, FileBytes: st.FileBytes, DurationSeconds: end.Sub(start).Seconds()}
 }
-
