@@ -25,6 +25,7 @@ import (
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/rest/nessie"
 	"github.com/floe-catalog/floe/server"
+	"github.com/floe-catalog/floe/storebackup"
 	"github.com/floe-catalog/floe/versionstore"
 	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 )
@@ -35,6 +36,9 @@ type Process struct {
 	logger *slog.Logger
 	store  *versionstore.Store
 	http   *server.Server
+	// backups backs up and exports the embedded store; nil over a
+	// backend other than Pebble.
+	backups *storebackup.Service
 
 	// closers undo Build, in the order the services were built; Close
 	// runs them backwards.
@@ -209,6 +213,9 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	if floeDeps.Merges == nil {
 		floeDeps.Merges = floePlanner{merges}
 	}
+	if floeDeps.Backups == nil {
+		floeDeps.Backups = p.backups
+	}
 	if floeDeps.Principal == nil {
 		floeDeps.Principal = principalID
 	}
@@ -313,6 +320,7 @@ func (p *Process) openStore(ctx context.Context, dir string, cacheBytes int64) e
 		return errors.Join(fmt.Errorf("opening version store in %s: %w", dir, err), be.Close())
 	}
 	p.store = store
+	p.backups = storebackup.New(be, dir)
 	p.logger.Info("version store open", "data_dir", dir)
 	p.onClose("version store", func() error {
 		if err := store.Close(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/gorilla/mux"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/floe-catalog/floe/maintenance"
 	"github.com/floe-catalog/floe/refretention"
 	"github.com/floe-catalog/floe/rest/authz"
+	"github.com/floe-catalog/floe/storebackup"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -56,6 +58,9 @@ type Deps struct {
 	// Merges plans merges through the merge engine (merges.go); nil
 	// answers 501.
 	Merges MergePlanner
+	// Backups backs up and exports the embedded store (backup.go); nil
+	// answers 501.
+	Backups *storebackup.Service
 }
 
 // API is floe's own API over its services.
@@ -70,6 +75,7 @@ type API struct {
 	tableStats  *maintenance.Stats
 	gc          *gc.Collector
 	merges      MergePlanner
+	backups     *storebackup.Service
 }
 
 // New builds the API over deps.
@@ -80,6 +86,7 @@ func New(deps Deps) (*API, error) {
 	a := &API{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, gc: deps.GC, merges: deps.Merges}
 	a.retention = deps.Retention
 	a.maintenance, a.tableStats = deps.Maintenance, deps.TableStats
+	a.backups = deps.Backups
 	if a.logger == nil {
 		a.logger = slog.New(slog.DiscardHandler)
 	}
@@ -94,6 +101,13 @@ func New(deps Deps) (*API, error) {
 type route struct {
 	method, path string
 	handler      func(*http.Request) (any, error)
+}
+
+// longRunning is a handler's answer whose work runs past the server's
+// write timeout: handle lifts the write deadline to timeout, then runs it.
+type longRunning struct {
+	timeout time.Duration
+	run     func() (any, error)
 }
 
 // reply is an answer with a status other than 200.
@@ -111,6 +125,7 @@ func (a *API) routes() []route {
 	routes = append(routes, a.maintenanceRoutes()...)
 	routes = append(routes, a.gcRoutes()...)
 	routes = append(routes, a.mergeRoutes()...)
+	routes = append(routes, a.backupRoutes()...)
 	return routes
 }
 
@@ -141,6 +156,11 @@ func (a *API) Register(r *mux.Router, authenticate func(onError func(http.Respon
 func (a *API) handle(h func(*http.Request) (any, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v, err := h(r)
+		if lr, ok := v.(*longRunning); ok && err == nil {
+			// A writer without deadlines (a test's recorder) keeps none.
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(lr.timeout))
+			v, err = lr.run()
+		}
 		if err != nil {
 			a.writeError(w, r, err)
 			return
