@@ -201,11 +201,11 @@ func props(s string) iceberg.Properties {
 	return p
 }
 
-// table table=NS.NAME [properties=(k=v,...)]: a new table on main,
+// table table=NS.NAME [on=BRANCH] [properties=(k=v,...)]: a new table,
 // partitioned by day(ts), in a new namespace if needed.
 func (d *scenario) createTable(t *testing.T, td *datadriven.TestData) {
 	ctx := t.Context()
-	cat := d.catalog(t, versionstore.DefaultBranch)
+	cat := d.catalog(t, optArg(td, "on", versionstore.DefaultBranch))
 	id := ident(arg(t, td, "table"))
 	ns := catalog.NamespaceFromIdent(id)
 	if ok, _ := cat.CheckNamespaceExists(ctx, ns); !ok {
