@@ -94,39 +94,45 @@ func (v *Validator) checkLineage(ctx context.Context, c Candidate, a *analysis) 
 		vd.fail("candidate %s does not descend from the target head %s", short(c.Commit), short(c.TargetHead))
 	}
 	for _, s := range a.tables {
-		if s.after == nil {
-			continue
-		}
-		name := keyName(s.key)
-		if s.unrooted != "" {
-			vd.fail("table %s: %s", name, s.unrooted)
-		}
-		for _, snap := range s.chain {
-			for i, id := range changeIDs(snap) {
-				if !s.targetHistory[id] {
-					continue
-				}
-				if i == 0 {
-					vd.fail("table %s: snapshot %d is already on the target", name, id)
-				} else {
-					vd.fail("table %s: snapshot %d copies snapshot %d, already on the target", name, snap.SnapshotID, id)
-				}
-			}
-		}
-		dups, first := 0, ""
-		for path := range s.added {
-			if _, live := s.targetLive[path]; live {
-				if dups == 0 || path < first {
-					first = path
-				}
-				dups++
-			}
-		}
-		if dups > 0 {
-			vd.fail("table %s: %d file(s) the candidate adds are already live on the target, e.g. %s (snapshot %d)", name, dups, first, s.added[first].snapshotID)
-		}
+		tableLineage(&vd, s)
 	}
 	return vd.result(CheckLineage, fmt.Sprintf("candidate descends from %s; %d table(s) publish nothing already on the target", short(c.TargetHead), len(a.tables))), nil
+}
+
+// tableLineage: one table's history contains the target's head, and its
+// new snapshots and files are not the target's already.
+func tableLineage(vd *verdict, s *tableScan) {
+	if s.after == nil {
+		return
+	}
+	name := keyName(s.key)
+	if s.unrooted != "" {
+		vd.fail("table %s: %s", name, s.unrooted)
+	}
+	for _, snap := range s.chain {
+		for i, id := range changeIDs(snap) {
+			if !s.targetHistory[id] {
+				continue
+			}
+			if i == 0 {
+				vd.fail("table %s: snapshot %d is already on the target", name, id)
+			} else {
+				vd.fail("table %s: snapshot %d copies snapshot %d, already on the target", name, snap.SnapshotID, id)
+			}
+		}
+	}
+	dups, first := 0, ""
+	for path := range s.added {
+		if _, live := s.targetLive[path]; live {
+			if dups == 0 || path < first {
+				first = path
+			}
+			dups++
+		}
+	}
+	if dups > 0 {
+		vd.fail("table %s: %d file(s) the candidate adds are already live on the target, e.g. %s (snapshot %d)", name, dups, first, s.added[first].snapshotID)
+	}
 }
 
 // checkSchema: no schema, spec or sort-order change unless the table's
