@@ -147,6 +147,11 @@ type activeBundle struct {
 	// testInputs is how many inputs of the bundle's own tests the plan
 	// was verified on, besides verificationInputs.
 	testInputs int
+	// bundle and merge serve CheckMerge (mergecheck.go): its query is
+	// compiled on first use, so activations that never see a merge
+	// check pay nothing for it.
+	bundle *bundle.Bundle
+	merge  mergeQuery
 }
 
 // evaluator names what evaluates the bundle's decisions.
@@ -392,7 +397,7 @@ func prepare(ctx context.Context, b *bundle.Bundle, cacheSize int, evaluator str
 	if compiler == nil || len(compiler.GetRules(decisionRef)) == 0 {
 		return nil, fmt.Errorf("bundle defines no %s rule", DecisionQuery)
 	}
-	a := &activeBundle{query: pq, revision: b.Manifest.Revision}
+	a := &activeBundle{query: pq, revision: b.Manifest.Revision, bundle: b}
 	if cacheSize == 0 {
 		cacheSize = DefaultDecisionCacheSize
 	}
