@@ -65,6 +65,7 @@ func newRootCommand() *cobra.Command {
 	plainBoolHelp(root)
 	root.AddCommand(newServeCommand(), newVersionCommand(), newBranchCommand(), newTagCommand(), newLogCommand(), newDiffCommand(), newShowCommand(), newLsCommand(), newMergeCommand(), newTransplantCommand(), newAuthCommand(),
 		newMaintenanceCommand(), newTableCommand(), newGCCommand())
+	root.AddCommand(newHealthcheckCommand())
 	return root
 }
 
