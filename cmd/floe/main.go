@@ -66,6 +66,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newServeCommand(), newVersionCommand(), newBranchCommand(), newTagCommand(), newLogCommand(), newDiffCommand(), newShowCommand(), newLsCommand(), newMergeCommand(), newTransplantCommand(), newAuthCommand(),
 		newMaintenanceCommand(), newTableCommand(), newGCCommand())
 	root.AddCommand(newAdminCommand())
+	root.AddCommand(newHealthcheckCommand())
 	return root
 }
 
