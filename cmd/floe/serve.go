@@ -36,7 +36,8 @@ func newServeCommand() *cobra.Command {
 		Short: "Run the floe catalog server",
 		Long: "Run the floe catalog server with its embedded version store.\n\n" +
 			"Every flag falls back to a FLOE_* environment variable (--data-dir to\n" +
-			"FLOE_DATA_DIR); the command line wins. SIGINT or SIGTERM shuts down\n" +
+			"FLOE_DATA_DIR), then to the --config file (data-dir: ...); the command\n" +
+			"line wins. SIGINT or SIGTERM shuts down\n" +
 			"gracefully; a second signal exits at once.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -47,8 +48,12 @@ func newServeCommand() *cobra.Command {
 					return fmt.Errorf("--%s is a flag of the client commands, not of serve", name)
 				}
 			}
-			if err := applyEnv(cmd.Flags()); err != nil {
+			settings, err := resolveSettings(cmd)
+			if err != nil {
 				return err
+			}
+			if printConfig, _ := cmd.Flags().GetBool(printConfigFlag); printConfig {
+				return settings.print(cmd.OutOrStdout())
 			}
 			logger, err := newLogger(cmd.ErrOrStderr(), logLevel, logFormat)
 			if err != nil {
@@ -120,6 +125,7 @@ func newServeCommand() *cobra.Command {
 	f.DurationVar(&cfg.HTTP.ReadTimeout, "read-timeout", cfg.HTTP.ReadTimeout, "time allowed to read a whole request")
 	f.DurationVar(&cfg.HTTP.WriteTimeout, "write-timeout", cfg.HTTP.WriteTimeout, "time allowed to write a response")
 	f.DurationVar(&cfg.HTTP.IdleTimeout, "idle-timeout", cfg.HTTP.IdleTimeout, "how long idle keep-alive connections stay open")
+	registerConfigFlags(f)
 	annotateEnv(f)
 	return cmd
 }
