@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime/debug"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/floe-catalog/floe/refretention"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/server"
+	"github.com/floe-catalog/floe/tracing"
 )
 
 // defaultWarehouse is where table data lives without --warehouse.
@@ -91,9 +94,19 @@ func newServeCommand() *cobra.Command {
 				}
 				cfg.RefRetention.Config = &rc
 			}
+			tp, err := tracing.FromEnv(cmd.Context(), versionString())
+			if err != nil {
+				return err
+			}
+			if tp.Enabled {
+				logger.Info("tracing on", "exporter", tp.Exporter)
+			}
+			cfg.TracerProvider = tp
 			// cmd.Context() ends at the first SIGINT or SIGTERM: the HTTP
-			// server drains, then every service closes, the store last.
+			// server drains, then every service closes, the store last;
+			// then the spans still buffered are flushed.
 			err = assemble.Run(cmd.Context(), cfg, logger)
+			flushTraces(tp, logger)
 			return secFlags.explain(err)
 		},
 	}
@@ -152,4 +165,18 @@ func applyMemoryLimit(limit, metadataCacheBytes, storeCacheBytes int64) (int64, 
 	}
 	debug.SetMemoryLimit(limit)
 	return limit, true
+}
+
+// traceFlushTimeout bounds how long shutdown waits for the last spans to
+// reach the collector: an unreachable collector must not hold the exit.
+const traceFlushTimeout = 5 * time.Second
+
+// flushTraces sends the spans still buffered; a failure is logged, not
+// returned: the server itself shut down cleanly.
+func flushTraces(tp *tracing.Provider, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), traceFlushTimeout)
+	defer cancel()
+	if err := tp.Shutdown(ctx); err != nil {
+		logger.Warn("flushing traces failed", "err", err)
+	}
 }
