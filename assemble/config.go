@@ -3,6 +3,8 @@ package assemble
 import (
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/floe-catalog/floe/maintenance"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
@@ -58,6 +60,11 @@ type Config struct {
 	// Routes are extra routes, mounted after the APIs'; for tests and
 	// embedders. They must only register handlers.
 	Routes []server.Mount
+	// TracerProvider traces requests and what they do (authorization,
+	// metadata files, version-store commits, merges); nil records
+	// nothing. cmd/floe builds it from the OTEL_* variables (package
+	// tracing) and flushes it after the process closed.
+	TracerProvider trace.TracerProvider
 }
 
 // GC configures garbage collection.

@@ -26,7 +26,7 @@ func newClassifier(whs icebergtable.Warehouses) *classify.Classifier {
 // transplants and floe's merge plans go through.
 func newMergeEngine(cfg Config, store *versionstore.Store, whs icebergtable.Warehouses, logger *slog.Logger) (*mergeengine.Engine, error) {
 	return mergeengine.New(mergeengine.Options{Store: store, Warehouses: whs,
-		DefaultOverlap: mergeengine.OverlapRule(cfg.MergePartitionOverlap), Logger: logger})
+		DefaultOverlap: mergeengine.OverlapRule(cfg.MergePartitionOverlap), Logger: logger, TracerProvider: cfg.TracerProvider})
 }
 
 // floePlanner gives floe's API the engine's dry runs in its own terms.

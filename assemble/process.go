@@ -16,6 +16,7 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/floe-catalog/floe/maintenance"
 	"github.com/floe-catalog/floe/policy"
@@ -39,6 +40,7 @@ type Process struct {
 	// backups backs up and exports the embedded store; nil over a
 	// backend other than Pebble.
 	backups *storebackup.Service
+	tracer trace.TracerProvider // Config.TracerProvider
 
 	// closers undo Build, in the order the services were built; Close
 	// runs them backwards.
@@ -101,7 +103,7 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 			return nil, err
 		}
 	}
-	p := &Process{logger: logger}
+	p := &Process{logger: logger, tracer: cfg.TracerProvider}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, p.Close())
@@ -132,6 +134,9 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	// The APIs, over the services above.
 	icebergDeps, nessieDeps := cfg.Iceberg, cfg.Nessie
 	icebergDeps.Store, icebergDeps.Logger, icebergDeps.Metrics = p.store, logger, registry
+	if icebergDeps.TracerProvider == nil {
+		icebergDeps.TracerProvider = cfg.TracerProvider
+	}
 	nessieDeps.Store, nessieDeps.Logger = p.store, logger
 	if icebergDeps.Principal == nil {
 		icebergDeps.Principal = principalID
@@ -146,10 +151,10 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 		nessieDeps.Authenticate = auth.Middleware
 	}
 	if icebergDeps.Guard == nil {
-		icebergDeps.Guard = guard(engine, "iceberg")
+		icebergDeps.Guard = guard(engine, "iceberg").Traced(cfg.TracerProvider)
 	}
 	if nessieDeps.Guard == nil {
-		nessieDeps.Guard = guard(engine, "nessie")
+		nessieDeps.Guard = guard(engine, "nessie").Traced(cfg.TracerProvider)
 	}
 	// The maintenance locks, built before the APIs that share them: the
 	// Iceberg facade enforces them, floe's API serves them (and table
@@ -223,7 +228,7 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 		floeDeps.Authenticate = auth.Middleware
 	}
 	if floeDeps.Guard == nil {
-		floeDeps.Guard = guard(engine, "floe")
+		floeDeps.Guard = guard(engine, "floe").Traced(cfg.TracerProvider)
 	}
 	floeAPI, err := floeapi.New(floeDeps)
 	if err != nil {
@@ -247,6 +252,7 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	// The HTTP server last: only route registrations from here on.
 	httpCfg := cfg.HTTP
 	httpCfg.Registry = registry
+	httpCfg.TracerProvider = cfg.TracerProvider
 	httpCfg.Mounts = append([]server.Mount{
 		func(r *mux.Router) error {
 			r.Handle("/v1/oauth/tokens", auth.TokenHandler()).Methods(http.MethodPost)
@@ -315,7 +321,7 @@ func (p *Process) openStore(ctx context.Context, dir string, cacheBytes int64) e
 	if err != nil {
 		return fmt.Errorf("opening store backend in %s: %w", dir, err)
 	}
-	store, err := versionstore.Open(ctx, be, versionstore.Options{Logger: p.logger, CacheBytes: cacheBytes})
+	store, err := versionstore.Open(ctx, be, versionstore.Options{Logger: p.logger, CacheBytes: cacheBytes, TracerProvider: p.tracer})
 	if err != nil {
 		return errors.Join(fmt.Errorf("opening version store in %s: %w", dir, err), be.Close())
 	}

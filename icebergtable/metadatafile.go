@@ -62,11 +62,16 @@ type MetadataFile struct {
 
 // ReadTableMetadata reads and parses the table metadata file at loc, from
 // the cache if it holds it.
-func (w *Warehouse) ReadTableMetadata(ctx context.Context, loc string) (*MetadataFile, error) {
+func (w *Warehouse) ReadTableMetadata(ctx context.Context, loc string) (_ *MetadataFile, err error) {
+	ctx, span := w.startFileSpan(ctx, "read metadata file", loc)
+	var raw []byte
+	hit := false
+	defer func() { endFileSpan(span, len(raw), hit, err) }()
 	if f := w.cache.get(loc); f != nil {
+		raw, hit = f.Raw, true
 		return f, nil
 	}
-	raw, err := w.ReadFile(ctx, loc)
+	raw, err = w.ReadFile(ctx, loc)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +101,10 @@ func (w *Warehouse) LoadTableMetadata(ctx context.Context, loc string) (*Metadat
 	if last := f.confirmed.Load(); objectStore && last != 0 && time.Since(time.Unix(0, last)) < w.recheck {
 		return f, nil
 	}
-	if err := w.statFile(ctx, loc); err != nil {
+	sctx, span := w.startFileSpan(ctx, "stat metadata file", loc)
+	err := w.statFile(sctx, loc)
+	endFileSpan(span, 0, true, err)
+	if err != nil {
 		return nil, fmt.Errorf("read metadata file %s: %w", loc, describeStorageError(err))
 	}
 	f.confirmed.Store(time.Now().UnixNano())
@@ -181,7 +189,10 @@ func (w *Warehouse) WriteTableMetadata(ctx context.Context, loc string, meta tab
 // base (nil: none): snapshots base's file holds unchanged are copied from
 // its bytes instead of encoded again (see encodeTableMetadata). The file
 // is byte for byte the same either way.
-func (w *Warehouse) WriteTableMetadataFrom(ctx context.Context, loc string, meta table.Metadata, base *MetadataFile) (*MetadataFile, error) {
+func (w *Warehouse) WriteTableMetadataFrom(ctx context.Context, loc string, meta table.Metadata, base *MetadataFile) (_ *MetadataFile, err error) {
+	ctx, span := w.startFileSpan(ctx, "write metadata file", loc)
+	var raw []byte
+	defer func() { endFileSpan(span, len(raw), false, err) }()
 	var prev *encodedFile
 	if base != nil {
 		prev = base.encoded

@@ -19,8 +19,11 @@ type ViewMetadataFile struct {
 }
 
 // ReadViewMetadata reads and parses the view metadata file at loc.
-func (w *Warehouse) ReadViewMetadata(ctx context.Context, loc string) (*ViewMetadataFile, error) {
-	raw, err := w.ReadFile(ctx, loc)
+func (w *Warehouse) ReadViewMetadata(ctx context.Context, loc string) (_ *ViewMetadataFile, err error) {
+	ctx, span := w.startFileSpan(ctx, "read view metadata file", loc)
+	var raw []byte
+	defer func() { endFileSpan(span, len(raw), false, err) }()
+	raw, err = w.ReadFile(ctx, loc)
 	if err != nil {
 		return nil, err
 	}
@@ -33,8 +36,11 @@ func (w *Warehouse) ReadViewMetadata(ctx context.Context, loc string) (*ViewMeta
 
 // WriteViewMetadata writes meta as a new view metadata file at loc (named
 // by NewViewMetadataLocation) and syncs it.
-func (w *Warehouse) WriteViewMetadata(ctx context.Context, loc string, meta view.Metadata) (*ViewMetadataFile, error) {
-	raw, err := json.Marshal(meta)
+func (w *Warehouse) WriteViewMetadata(ctx context.Context, loc string, meta view.Metadata) (_ *ViewMetadataFile, err error) {
+	ctx, span := w.startFileSpan(ctx, "write view metadata file", loc)
+	var raw []byte
+	defer func() { endFileSpan(span, len(raw), false, err) }()
+	raw, err = json.Marshal(meta)
 	if err != nil {
 		return nil, fmt.Errorf("encode view metadata for %s: %w", loc, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Warehouse is the root of table data (a local directory or an S3 prefix)
@@ -31,6 +33,8 @@ type Warehouse struct {
 	// allowed are the extra location prefixes (Config.AllowedLocations),
 	// normalized like root.
 	allowed []*url.URL
+	// tracer traces metadata file reads and writes (tracing.go).
+	tracer trace.Tracer
 }
 
 // DefaultMaxMetadataFileBytes bounds one metadata file read when the
@@ -72,6 +76,9 @@ type Config struct {
 	// LoadTableMetadata); 0 means DefaultObjectStoreRecheck, negative
 	// checks on every load.
 	ObjectStoreRecheck time.Duration
+	// TracerProvider traces every metadata file read and write as a
+	// span of the caller's trace; nil records nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // OpenWarehouse checks cfg and returns its warehouse. Nothing is read or
@@ -92,7 +99,8 @@ func OpenWarehouse(cfg Config) (*Warehouse, error) {
 	if maxRead == 0 {
 		maxRead = DefaultMaxMetadataFileBytes
 	}
-	w := &Warehouse{name: cfg.Name, root: u, ioProps: cfg.IOProperties, cache: cfg.Cache, maxRead: maxRead, recheck: cfg.ObjectStoreRecheck}
+	w := &Warehouse{name: cfg.Name, root: u, ioProps: cfg.IOProperties, cache: cfg.Cache, maxRead: maxRead, recheck: cfg.ObjectStoreRecheck,
+		tracer: tracerOf(cfg.TracerProvider)}
 	if w.recheck == 0 {
 		w.recheck = DefaultObjectStoreRecheck
 	}

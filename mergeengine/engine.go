@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go/table"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/floe-catalog/floe/classify"
 	"github.com/floe-catalog/floe/icebergtable"
@@ -70,6 +72,10 @@ type Options struct {
 	// "" is DefaultOverlapRule.
 	DefaultOverlap OverlapRule
 	Logger         *slog.Logger
+	// TracerProvider traces each merge or transplant and its stages
+	// (attempts, each table's classification and cherry-pick, the
+	// commit) as spans of the caller's trace; nil records nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Engine merges catalog branches, Iceberg tables included. It holds no
@@ -80,6 +86,7 @@ type Engine struct {
 	classifier *classify.Classifier
 	overlap    OverlapRule
 	logger     *slog.Logger
+	tracer     trace.Tracer // see tracing.go
 }
 
 // New returns an engine over o's store and warehouses.
@@ -95,7 +102,8 @@ func New(o Options) (*Engine, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{store: o.Store, warehouses: o.Warehouses, classifier: classify.New(o.Warehouses...), overlap: rule, logger: logger}, nil
+	return &Engine{store: o.Store, warehouses: o.Warehouses, classifier: classify.New(o.Warehouses...), overlap: rule, logger: logger,
+		tracer: tracerOf(o.TracerProvider)}, nil
 }
 
 // RefusedError is a merge refused because of what it would do to one or
@@ -158,14 +166,21 @@ func (e *Engine) Merge(ctx context.Context, req versionstore.MergeRequest) (*ver
 // writes nothing. req.DryRun is honoured: a dry run plans and checks but
 // writes neither files nor commits.
 func (e *Engine) MergeTables(ctx context.Context, req versionstore.MergeRequest) (*Result, error) {
-	return e.untilSettled(ctx, "merge", req.Target, func() (*Result, bool, error) { return e.attempt(ctx, req) })
+	return e.untilSettled(ctx, "merge", req.Target, func(ctx context.Context) (*Result, bool, error) { return e.attempt(ctx, req) })
 }
 
 // untilSettled runs attempt again while it says the target moved under a
 // resolved table, at most maxAttempts times in all.
-func (e *Engine) untilSettled(ctx context.Context, op, target string, attempt func() (*Result, bool, error)) (*Result, error) {
+func (e *Engine) untilSettled(ctx context.Context, op, target string, attempt func(context.Context) (*Result, bool, error)) (_ *Result, err error) {
+	ctx, span := e.startSpan(ctx, op, attribute.String("floe.target", target))
+	defer func() { endSpan(span, err) }()
 	for n := 1; ; n++ {
-		res, retry, err := attempt()
+		actx, aspan := e.startSpan(ctx, op+" attempt", attribute.Int("floe.attempt", n))
+		res, retry, err := attempt(actx)
+		if aspan.IsRecording() {
+			aspan.SetAttributes(attribute.Bool("floe.replan", retry), attribute.Int("floe.tables_resolved", len(resultTables(res))))
+		}
+		endSpan(aspan, err)
 		if !retry || n >= maxAttempts {
 			return res, err
 		}
@@ -207,7 +222,7 @@ func (e *Engine) attempt(ctx context.Context, req versionstore.MergeRequest) (*R
 		w.remove(ctx, e)
 		return &Result{MergeResult: res}, false, err
 	}
-	return e.finish(ctx, req.DryRun, res, ce, keys, outcomes, refused, &w, func() (*versionstore.MergeResult, error) {
+	return e.finish(ctx, req.DryRun, res, ce, keys, outcomes, refused, &w, func(ctx context.Context) (*versionstore.MergeResult, error) {
 		final := req
 		final.KeyModes = append(slices.Clone(req.KeyModes), modes...)
 		return e.store.Merge(ctx, final)
@@ -227,7 +242,9 @@ func (e *Engine) resolveAll(ctx context.Context, op string, keys []versionstore.
 		if err != nil {
 			return nil, nil, nil, err // the store failed: no decision
 		}
-		out, resolved, err := e.resolveTable(ctx, k, base, src, tgt, req, w)
+		tctx, span := e.startSpan(ctx, "resolve table", attribute.String("floe.table", k.String()))
+		out, resolved, err := e.resolveTable(tctx, k, base, src, tgt, req, w)
+		traceOutcome(span, out, err)
 		if err != nil {
 			e.logger.WarnContext(ctx, op+": cannot merge a table changed on both sides by content", "key", k.String(), "err", err)
 			out, resolved = &TableOutcome{Key: k, Reason: "cannot merge the table by content: " + err.Error()}, nil
@@ -248,13 +265,15 @@ func (e *Engine) resolveAll(ctx context.Context, op string, keys []versionstore.
 // removed unless commit wrote them into the store, and retry says the
 // target moved under a resolved table.
 func (e *Engine) finish(ctx context.Context, dryRun bool, res *versionstore.MergeResult, ce *versionstore.ConflictError, keys []versionstore.ContentKey,
-	outcomes, refused []TableOutcome, w *written, commit func() (*versionstore.MergeResult, error)) (*Result, bool, error) {
+	outcomes, refused []TableOutcome, w *written, commit func(context.Context) (*versionstore.MergeResult, error)) (*Result, bool, error) {
 	if len(refused) > 0 {
 		w.remove(ctx, e)
 		annotate(res, ce, outcomes)
 		return &Result{MergeResult: res, Tables: outcomes}, false, &RefusedError{Conflict: ce, Tables: refused}
 	}
-	cres, err := commit()
+	cctx, span := e.startSpan(ctx, "commit resolved")
+	cres, err := commit(cctx)
+	endSpan(span, err)
 	out := &Result{MergeResult: cres, Tables: outcomes}
 	if err != nil || dryRun || cres == nil || !cres.WasApplied {
 		w.remove(ctx, e)
@@ -322,7 +341,12 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 		// before and after the transplanted commit.
 		classifyTable = e.classifier.ClassifyTransplant
 	}
-	c, err := classifyTable(ctx, base, src, tgt)
+	cctx, cspan := e.startSpan(ctx, "classify")
+	c, err := classifyTable(cctx, base, src, tgt)
+	if err == nil && cspan.IsRecording() {
+		cspan.SetAttributes(attribute.String("floe.class", string(c.Class)))
+	}
+	endSpan(cspan, err)
 	if err != nil {
 		return nil, nil, fmt.Errorf("classify: %w", err)
 	}
@@ -405,9 +429,11 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 			}
 		}
 	}
-	cp, err := tablemerge.CherryPick(ctx, wh, tablemerge.Request{
+	pctx, pspan := e.startSpan(ctx, "cherry-pick", attribute.Int("floe.picks", len(picks)))
+	cp, err := tablemerge.CherryPick(pctx, wh, tablemerge.Request{
 		Head: tgtFile.Metadata, HeadLocation: tgtFile.Location, Picks: picks, SourceRef: req.FromRef,
 	})
+	endSpan(pspan, err)
 	if cp != nil {
 		w.add(wh, cp.Written...)
 	}
@@ -440,7 +466,9 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 	}
 
 	if overlap && rule == OverlapCheck {
-		dups, err := duplicateKeys(ctx, wh, key, f, common)
+		dctx, dspan := e.startSpan(ctx, "duplicate-key check")
+		dups, err := duplicateKeys(dctx, wh, key, f, common)
+		endSpan(dspan, err)
 		if err != nil {
 			return nil, nil, fmt.Errorf("duplicate-key check: %w", err)
 		}

@@ -32,7 +32,7 @@ func (e *Engine) Transplant(ctx context.Context, req versionstore.TransplantRequ
 // plain conflict. Any refusal writes nothing; req.DryRun writes nothing
 // either.
 func (e *Engine) TransplantTables(ctx context.Context, req versionstore.TransplantRequest) (*Result, error) {
-	return e.untilSettled(ctx, "transplant", req.Target, func() (*Result, bool, error) { return e.attemptTransplant(ctx, req) })
+	return e.untilSettled(ctx, "transplant", req.Target, func(ctx context.Context) (*Result, bool, error) { return e.attemptTransplant(ctx, req) })
 }
 
 // attemptTransplant is attempt for a transplant.
@@ -73,7 +73,7 @@ func (e *Engine) attemptTransplant(ctx context.Context, req versionstore.Transpl
 		w.remove(ctx, e)
 		return &Result{MergeResult: res}, false, err
 	}
-	return e.finish(ctx, req.DryRun, res, ce, keys, outcomes, refused, &w, func() (*versionstore.MergeResult, error) {
+	return e.finish(ctx, req.DryRun, res, ce, keys, outcomes, refused, &w, func(ctx context.Context) (*versionstore.MergeResult, error) {
 		final := req
 		final.KeyModes = append(slices.Clone(req.KeyModes), modes...)
 		return e.store.Transplant(ctx, final)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config is everything floe's HTTP server needs. The zero value of any
@@ -42,6 +43,11 @@ type Config struct {
 	// store) are registered and what /metrics serves; the APIs' collectors
 	// belong in it too. nil means a new private registry.
 	Registry *prometheus.Registry
+
+	// TracerProvider traces every request but the probes (a server span,
+	// continuing a caller's W3C traceparent) and puts its trace id in the
+	// access log; nil is the no-op provider, which records nothing.
+	TracerProvider trace.TracerProvider
 
 	// OnListen, if set, is called with the bound address once the listener
 	// is open and before requests are served.

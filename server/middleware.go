@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // RequestIDHeader carries the request id in both directions: a caller's id is
@@ -56,10 +57,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	info := &requestInfo{id: requestIDFrom(r), route: routeUnmatched}
 	w.Header().Set(RequestIDHeader, info.id)
-	r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
+	ctx, span := s.startSpan(r)
+	r = r.WithContext(context.WithValue(ctx, requestInfoKey{}, info))
 	rec := &responseRecorder{ResponseWriter: w}
 
-	defer s.logAndMeasure(rec, r, info, start)
+	defer s.logAndMeasure(rec, r, info, start, span)
 	defer s.recoverPanic(rec, r)
 	s.serveLimited(rec, r)
 }
@@ -94,7 +96,7 @@ func captureRoute(next http.Handler) http.Handler {
 	})
 }
 
-func (s *Server) logAndMeasure(rec *responseRecorder, r *http.Request, info *requestInfo, start time.Time) {
+func (s *Server) logAndMeasure(rec *responseRecorder, r *http.Request, info *requestInfo, start time.Time, span trace.Span) {
 	elapsed := time.Since(start)
 	status := rec.status
 	switch {
@@ -108,6 +110,7 @@ func (s *Server) logAndMeasure(rec *responseRecorder, r *http.Request, info *req
 		status = http.StatusOK
 	}
 	s.metrics.observe(info.route, r.Method, status, elapsed)
+	endSpan(span, r, info, status)
 
 	level := slog.LevelInfo
 	if isProbe(info.route) {
@@ -115,7 +118,7 @@ func (s *Server) logAndMeasure(rec *responseRecorder, r *http.Request, info *req
 		// at info would drown the requests that matter.
 		level = slog.LevelDebug
 	}
-	s.logger.LogAttrs(r.Context(), level, "request",
+	attrs := []slog.Attr{
 		slog.String("method", r.Method),
 		slog.String("route", info.route),
 		slog.String("path", r.URL.EscapedPath()),
@@ -123,7 +126,13 @@ func (s *Server) logAndMeasure(rec *responseRecorder, r *http.Request, info *req
 		slog.Int64("bytes", rec.bytes),
 		slog.Duration("duration", elapsed),
 		slog.String("request_id", info.id),
-	)
+	}
+	// The trace id ties the log line to the request's trace: floe's own
+	// when tracing is on, else the caller's traceparent, if it sent one.
+	if sc := span.SpanContext(); sc.IsValid() {
+		attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+	}
+	s.logger.LogAttrs(r.Context(), level, "request", attrs...)
 }
 
 func isProbe(route string) bool {

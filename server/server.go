@@ -13,6 +13,8 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/floe-catalog/floe/versionstore"
@@ -27,6 +29,7 @@ type Server struct {
 	store    *versionstore.Store
 	router   *mux.Router
 	metrics  *httpMetrics
+	tracer   trace.Tracer
 	draining atomic.Bool // set when shutdown begins; /readyz then answers 503
 }
 
@@ -55,12 +58,17 @@ func New(cfg Config, logger *slog.Logger, store *versionstore.Store) (*Server, e
 	if err := registerStoreMetrics(registry, store.Stats()); err != nil {
 		return nil, fmt.Errorf("registering version store metrics: %w", err)
 	}
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
 	s := &Server{
 		cfg:     cfg,
 		logger:  logger,
 		store:   store,
 		router:  mux.NewRouter().UseEncodedPath(),
 		metrics: metrics,
+		tracer:  tp.Tracer(tracerName),
 	}
 
 	r := s.router

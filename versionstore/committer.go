@@ -83,6 +83,11 @@ type writeRequest struct {
 	// checked are the records whose previous value the write's batch
 	// checks (conditional record writes), set when it is applied.
 	checked []string
+	// traced says ctx holds a recording span: the committer then adds
+	// spans of the write's stages below it (tracing.go). queued is when
+	// the write was queued, set only then.
+	traced bool
+	queued time.Time
 }
 
 // refTxn is one write's view of its reference inside a round: the state
@@ -135,7 +140,12 @@ func (s *Store) write(ctx context.Context, name string, apply func(ctx context.C
 		return nil, err
 	}
 	defer s.closeMu.RUnlock()
+	ctx, span := s.startWriteSpan(ctx, name)
+	defer span.End()
 	req := &writeRequest{ctx: ctx, apply: apply, done: make(chan struct{})}
+	if span.IsRecording() {
+		req.traced, req.queued = true, time.Now()
+	}
 	s.queuesMu.Lock()
 	q := s.queues[name]
 	if q == nil {
@@ -153,6 +163,7 @@ func (s *Store) write(ctx context.Context, name string, apply func(ctx context.C
 	}
 	s.queuesMu.Unlock()
 	<-req.done
+	endWriteSpan(span, req.err)
 	return req.result, req.err
 }
 
@@ -301,7 +312,9 @@ func (p *preparedRound) start() {
 	p.seal()
 	p.done = make(chan struct{})
 	go func() {
+		writing := time.Now()
 		p.err = p.s.be.Apply(context.Background(), p.batch())
+		p.traceDurable(writing)
 		if p.err == nil {
 			p.ov.publish()
 		}
@@ -335,7 +348,7 @@ func (s *Store) prepareRound(name string, q *refQueue, base *Ref, parent *overla
 func (p *preparedRound) add(reqs []*writeRequest) {
 	s, chain := p.s, &p.q.chain
 	p.round = append(p.round, reqs...)
-	for _, r := range reqs {
+	for i, r := range reqs {
 		r.result, r.err = nil, nil
 		if err := r.ctx.Err(); err != nil {
 			r.err = err
@@ -343,7 +356,14 @@ func (p *preparedRound) add(reqs []*writeRequest) {
 		}
 		mark := p.ov.mark()
 		t := &refTxn{s: s, name: p.name, ref: p.cur, ov: p.ov, chain: chain}
+		var applying time.Time
+		if r.traced {
+			applying = time.Now()
+		}
 		res, err := r.apply(r.ctx, t)
+		if r.traced {
+			s.traceApply(r, applying, len(p.round)-len(reqs)+i+1, err)
+		}
 		if err != nil {
 			p.ov.rollback(mark)
 			// The write's changes are dropped; a dry run or a

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/floe-catalog/floe/versionstore/backend"
 )
 
@@ -26,6 +28,11 @@ type Options struct {
 	// MaxGroup bounds how many queued writes one durable batch carries;
 	// 0 means 256.
 	MaxGroup int
+	// TracerProvider traces every write as a span of the caller's trace,
+	// with the group commit's stages below it: queue wait, the round that
+	// applies it in memory, the durable (fsynced) batch. nil records
+	// nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Store is the version store. All methods are safe for concurrent use.
@@ -37,6 +44,7 @@ type Store struct {
 	trees    *treeRegistry // unpersisted intermediate trees; see intermediate.go
 	refs     *refMirror
 	maxGroup int
+	tracer   trace.Tracer // see tracing.go
 
 	queuesMu sync.Mutex
 	queues   map[string]*refQueue
@@ -80,6 +88,7 @@ func Open(ctx context.Context, be backend.Backend, opts Options) (*Store, error)
 		trees:    newTreeRegistry(),
 		maxGroup: opts.MaxGroup,
 		queues:   map[string]*refQueue{},
+		tracer:   tracerOf(opts.TracerProvider),
 	}
 	refs, err := s.loadRefs(ctx)
 	if err != nil {

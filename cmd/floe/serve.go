@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime/debug"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/floe-catalog/floe/refretention"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/server"
+	"github.com/floe-catalog/floe/tracing"
 )
 
 // defaultWarehouse is where table data lives without --warehouse.
@@ -36,7 +39,8 @@ func newServeCommand() *cobra.Command {
 		Short: "Run the floe catalog server",
 		Long: "Run the floe catalog server with its embedded version store.\n\n" +
 			"Every flag falls back to a FLOE_* environment variable (--data-dir to\n" +
-			"FLOE_DATA_DIR); the command line wins. SIGINT or SIGTERM shuts down\n" +
+			"FLOE_DATA_DIR), then to the --config file (data-dir: ...); the command\n" +
+			"line wins. SIGINT or SIGTERM shuts down\n" +
 			"gracefully; a second signal exits at once.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -47,8 +51,12 @@ func newServeCommand() *cobra.Command {
 					return fmt.Errorf("--%s is a flag of the client commands, not of serve", name)
 				}
 			}
-			if err := applyEnv(cmd.Flags()); err != nil {
+			settings, err := resolveSettings(cmd)
+			if err != nil {
 				return err
+			}
+			if printConfig, _ := cmd.Flags().GetBool(printConfigFlag); printConfig {
+				return settings.print(cmd.OutOrStdout())
 			}
 			logger, err := newLogger(cmd.ErrOrStderr(), logLevel, logFormat)
 			if err != nil {
@@ -86,9 +94,19 @@ func newServeCommand() *cobra.Command {
 				}
 				cfg.RefRetention.Config = &rc
 			}
+			tp, err := tracing.FromEnv(cmd.Context(), versionString())
+			if err != nil {
+				return err
+			}
+			if tp.Enabled {
+				logger.Info("tracing on", "exporter", tp.Exporter)
+			}
+			cfg.TracerProvider = tp
 			// cmd.Context() ends at the first SIGINT or SIGTERM: the HTTP
-			// server drains, then every service closes, the store last.
+			// server drains, then every service closes, the store last;
+			// then the spans still buffered are flushed.
 			err = assemble.Run(cmd.Context(), cfg, logger)
+			flushTraces(tp, logger)
 			return secFlags.explain(err)
 		},
 	}
@@ -120,6 +138,7 @@ func newServeCommand() *cobra.Command {
 	f.DurationVar(&cfg.HTTP.ReadTimeout, "read-timeout", cfg.HTTP.ReadTimeout, "time allowed to read a whole request")
 	f.DurationVar(&cfg.HTTP.WriteTimeout, "write-timeout", cfg.HTTP.WriteTimeout, "time allowed to write a response")
 	f.DurationVar(&cfg.HTTP.IdleTimeout, "idle-timeout", cfg.HTTP.IdleTimeout, "how long idle keep-alive connections stay open")
+	registerConfigFlags(f)
 	annotateEnv(f)
 	return cmd
 }
@@ -146,4 +165,18 @@ func applyMemoryLimit(limit, metadataCacheBytes, storeCacheBytes int64) (int64, 
 	}
 	debug.SetMemoryLimit(limit)
 	return limit, true
+}
+
+// traceFlushTimeout bounds how long shutdown waits for the last spans to
+// reach the collector: an unreachable collector must not hold the exit.
+const traceFlushTimeout = 5 * time.Second
+
+// flushTraces sends the spans still buffered; a failure is logged, not
+// returned: the server itself shut down cleanly.
+func flushTraces(tp *tracing.Provider, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), traceFlushTimeout)
+	defer cancel()
+	if err := tp.Shutdown(ctx); err != nil {
+		logger.Warn("flushing traces failed", "err", err)
+	}
 }

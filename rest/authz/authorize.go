@@ -7,6 +7,10 @@ import (
 	"net/http"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -22,6 +26,8 @@ type Guard struct {
 	api       string
 	principal func(*http.Request) policy.Principal
 	requestID func(*http.Request) string
+	// tracer, if set, gives every decision a span (see Traced).
+	tracer trace.Tracer
 }
 
 // NewGuard returns a guard for the API named api ("iceberg", "nessie").
@@ -29,6 +35,16 @@ type Guard struct {
 // ties decisions to the request log.
 func NewGuard(d Decider, api string, principal func(*http.Request) policy.Principal, requestID func(*http.Request) string) *Guard {
 	return &Guard{decider: d, api: api, principal: principal, requestID: requestID}
+}
+
+// Traced makes the guard trace each decision as an "authorize" span, a
+// child of the request's, with the action, the ref and the answer. It
+// returns g.
+func (g *Guard) Traced(tp trace.TracerProvider) *Guard {
+	if g != nil && tp != nil {
+		g.tracer = tp.Tracer("github.com/floe-catalog/floe/rest/authz")
+	}
+	return g
 }
 
 // ErrUnavailable wraps a failure to reach a decision: callers answer 503,
@@ -58,7 +74,14 @@ func (g *Guard) Check(r *http.Request, in policy.Input) error {
 	if g.requestID != nil {
 		in.RequestID = g.requestID(r)
 	}
-	d, err := g.decider.Decide(r.Context(), in)
+	ctx := r.Context()
+	if g.tracer != nil {
+		var span trace.Span
+		ctx, span = g.tracer.Start(ctx, "authorize")
+		defer span.End()
+	}
+	d, err := g.decider.Decide(ctx, in)
+	traceDecision(ctx, in, d, err)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -69,6 +92,30 @@ func (g *Guard) Check(r *http.Request, in policy.Input) error {
 		return &DeniedError{Action: in.Action, Decision: d}
 	}
 	return nil
+}
+
+// traceDecision records the question and the answer on the span of
+// ctx, if it records.
+func traceDecision(ctx context.Context, in policy.Input, d policy.Decision, err error) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(
+		attribute.String("floe.api", in.API),
+		attribute.String("floe.action", string(in.Action)),
+		attribute.String("floe.ref", in.Ref.Name),
+		attribute.String("floe.ref_type", in.Ref.Type),
+		attribute.Int("floe.contents", len(in.Contents)),
+	)
+	if in.Target != nil {
+		span.SetAttributes(attribute.String("floe.target", in.Target.Name))
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return
+	}
+	span.SetAttributes(attribute.Bool("floe.allow", d.Allow), attribute.String("floe.decision_id", d.ID))
 }
 
 // Read checks a read of ref.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/internal/keyedmutex"
@@ -106,6 +108,10 @@ type Deps struct {
 	// floe_iceberg_snapshots_total; 0 means DefaultSnapshotMetricTables,
 	// negative means no table label.
 	SnapshotMetricTables int
+	// TracerProvider traces commits (with their tables and branch) and
+	// every metadata file read and write as spans of the request's trace;
+	// nil records nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // api serves the Iceberg REST routes.
@@ -136,6 +142,8 @@ type api struct {
 	guard        *authz.Guard
 	// maint checks the maintenance lock and counts snapshots.
 	maint *maintenanceHooks
+	// tracer traces commits (commit.go).
+	tracer trace.Tracer
 }
 
 // API is the facade built by New: its routes and its background work
@@ -191,6 +199,11 @@ func newAPI(deps Deps) (*api, error) {
 		now:        deps.Now,
 		guard:      deps.Guard,
 	}
+	tp := deps.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	a.tracer = tp.Tracer("github.com/floe-catalog/floe/rest/icebergrest")
 	a.authenticate = func(h http.Handler) http.Handler { return h }
 	if deps.Authenticate != nil {
 		a.authenticate = deps.Authenticate(a.unauthenticated)
@@ -226,7 +239,7 @@ func newAPI(deps Deps) (*api, error) {
 		a.cache = icebergtable.NewMetadataCache(n)
 	}
 	for _, w := range deps.Warehouses {
-		wh, err := newWarehouse(w, a.cache, deps.MaxMetadataFileBytes)
+		wh, err := newWarehouse(w, a.cache, deps.MaxMetadataFileBytes, tp)
 		if err != nil {
 			return nil, err
 		}

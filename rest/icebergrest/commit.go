@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go/table"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/policy"
@@ -124,7 +125,12 @@ func (a *api) commitTransaction(w http.ResponseWriter, r *http.Request) error {
 // lands on a newer head as long as its requirements still hold. respond
 // builds the reply from the prepared changes before the commit (see
 // commit); that reply is returned.
-func (a *api) commitTables(w http.ResponseWriter, r *http.Request, wr *warehouseRef, changes []tableChange, respond func([]*staged) *reply) (*reply, error) {
+func (a *api) commitTables(w http.ResponseWriter, r *http.Request, wr *warehouseRef, changes []tableChange, respond func([]*staged) *reply) (_ *reply, err error) {
+	span := a.startCommitSpan(r, wr, changes)
+	if span.IsRecording() {
+		r = r.WithContext(trace.ContextWithSpan(r.Context(), span))
+	}
+	defer func() { endSpan(span, err) }()
 	var contents []policy.Content
 	if a.guard.Enabled() { // describing the updates costs a JSON round trip each
 		contents = make([]policy.Content, len(changes))

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/rest/authz"
@@ -25,13 +27,13 @@ type warehouse struct {
 	clientConfig map[string]string
 }
 
-func newWarehouse(w Warehouse, cache *icebergtable.MetadataCache, maxRead int64) (*warehouse, error) {
+func newWarehouse(w Warehouse, cache *icebergtable.MetadataCache, maxRead int64, tp trace.TracerProvider) (*warehouse, error) {
 	if w.Name == "" || strings.ContainsAny(w.Name, "@|/") {
 		return nil, fmt.Errorf("iceberg REST: invalid warehouse name %q: it must be non-empty without '@', '|' or '/'", w.Name)
 	}
 	files, err := icebergtable.OpenWarehouse(icebergtable.Config{
 		Name: w.Name, Location: w.Location, IOProperties: w.IOProperties, Cache: cache,
-		MaxMetadataFileBytes: maxRead, AllowedLocations: w.AllowedLocations,
+		MaxMetadataFileBytes: maxRead, AllowedLocations: w.AllowedLocations, TracerProvider: tp,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("iceberg REST: %w", err)

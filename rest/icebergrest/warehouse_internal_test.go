@@ -9,7 +9,7 @@ import (
 func TestTableReplyCarriesClientConfig(t *testing.T) {
 	meta := []byte(`{"format-version":2,"location":"s3://bucket/wh/t"}`)
 	for _, cfg := range []map[string]string{nil, {"s3.endpoint": "http://h:1", "s3.region": "r"}} {
-		wh, err := newWarehouse(Warehouse{Name: "lake", Location: "s3://bucket/wh", ClientConfig: cfg}, nil, 0)
+		wh, err := newWarehouse(Warehouse{Name: "lake", Location: "s3://bucket/wh", ClientConfig: cfg}, nil, 0, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +33,7 @@ func TestTableReplyCarriesClientConfig(t *testing.T) {
 
 func TestNewWarehouseRefusesBadNames(t *testing.T) {
 	for _, name := range []string{"", "a@b", "a|b", "a/b"} {
-		if _, err := newWarehouse(Warehouse{Name: name, Location: "file:///srv/lake"}, nil, 0); err == nil {
+		if _, err := newWarehouse(Warehouse{Name: name, Location: "file:///srv/lake"}, nil, 0, nil); err == nil {
 			t.Errorf("newWarehouse(%q) accepted", name)
 		}
 	}
