@@ -28,7 +28,9 @@ func parseWarehouseFlags(t *testing.T, args ...string) (icebergrest.Warehouse, e
 	if err := f.Parse(args); err != nil {
 		t.Fatalf("parse %v: %v", args, err)
 	}
-	if err := applyEnv(f); err != nil {
+	var err error
+	f.VisitAll(func(fl *pflag.Flag) { err = errors.Join(err, envFallback(fl)) })
+	if err != nil {
 		t.Fatal(err)
 	}
 	return wf.warehouse("lake", warehouse)
