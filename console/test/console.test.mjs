@@ -129,7 +129,8 @@ describe("console", () => {
     assert.ok(await commits.count() >= 3);
     // The merge commit's row draws two lanes.
     const merge = commits.filter({ hasText: "Merge ingest/hotfix into main" });
-    assert.ok(Number(await merge.locator("svg.lanes").getAttribute("width")) >= 28, "a merge opens a second lane");
+    const lanes = await merge.locator("div.lanes").boundingBox();
+    assert.ok(lanes.width >= 28, "a merge draws its second parent's lane");
     await merge.getByText(/operation/).click();
     await merge.getByText("sales.customers").waitFor();
     await shot(page, "05-history");
@@ -163,6 +164,9 @@ describe("console", () => {
     const orders = dialog.locator("#merge-classification tr").filter({ hasText: "sales.orders" });
     await orders.getByText("disjoint", { exact: true }).waitFor();
     await orders.getByText("cherry-pick", { exact: true }).waitFor();
+    await orders.getByText("both sides").click();
+    await orders.getByText(/source: 2 snapshot\(s\), \+3 \/ −0 data files, \+3 \/ −0 records/).waitFor();
+    await orders.getByText(/target: 1 snapshot\(s\).* in region=latam/).waitFor();
     await shot(page, "07-merge-plan");
     await dialog.getByRole("button", { name: "Confirm merge into main" }).click();
     await dialog.getByText(/Merged ingest\/daily into main/).waitFor();

@@ -55,6 +55,10 @@ if ! cmp -s dist/app.js "$root/.cache/console/app.js"; then
 	exit 1
 fi
 
+# The commit graph's layout on its own (no browser needed).
+node_modules/.bin/esbuild web/src/graph.ts --format=esm --log-level=warning --outfile="$root/.cache/console/graph.mjs"
+FLOE_GRAPH_MODULE="$root/.cache/console/graph.mjs" node --test "$here/graph.test.mjs"
+
 [[ -x $floe_bin ]] || { say "no floe binary at $floe_bin (make build)"; exit 1; }
 work="$(mktemp -d)"
 floe_pid=""

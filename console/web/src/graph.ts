@@ -4,11 +4,18 @@
 // first parent continues its lane and further parents open lanes to its
 // right. A parent not among the commits keeps its lane open to the end.
 //
+// One difference: a history that follows first parents only (as the
+// version store's log does) never lists a merge's further parents, and a
+// lane open for each would only grow to the right. A further parent not
+// among the commits is drawn as a short dashed stub into the merge's dot
+// instead (the page links to it); a first parent not among them (the next
+// page) keeps its lane.
+//
 // Each row is drawn on its own (one SVG per row of the list), so the
 // layout gives, per row, the segments from the row's top to the commit's
 // dot and from the dot or a passing lane to the row's bottom.
 
-export type Segment = { x1: number; y1: 0 | 1 | 2; x2: number; y2: 0 | 1 | 2; lane: number };
+export type Segment = { x1: number; y1: 0 | 1 | 2; x2: number; y2: 0 | 1 | 2; lane: number; stub?: boolean };
 
 export type GraphRow = {
   col: number;      // the commit's lane
@@ -20,6 +27,7 @@ export type GraphRow = {
 export function layoutLanes(commits: { hash: string; parents: string[] }[]): GraphRow[] {
   let cols: string[] = [];
   const rows: GraphRow[] = [];
+  const known = new Set(commits.map((c) => c.hash));
   for (const c of commits) {
     let col = cols.indexOf(c.hash);
     const fresh = col < 0; // no child drawn above: the lane starts at the dot
@@ -27,7 +35,9 @@ export function layoutLanes(commits: { hash: string; parents: string[] }[]): Gra
       cols.push(c.hash);
       col = cols.length - 1;
     }
-    const parents = c.parents.filter((p) => p !== "");
+    const all = c.parents.filter((p) => p !== "");
+    const parents = all.filter((p, i) => i === 0 || known.has(p));
+    const stubs = all.length - parents.length;
     const segments: Segment[] = [];
     const next: string[] = [];
     const moved: { from: number; to: number }[] = [];
@@ -51,7 +61,8 @@ export function layoutLanes(commits: { hash: string; parents: string[] }[]): Gra
       if (m.from < 0) segments.push({ x1: col, y1: 1, x2: m.to, y2: 2, lane: m.to });
       else segments.push({ x1: m.from, y1: 1, x2: m.to, y2: 2, lane: m.to });
     }
-    rows.push({ col, width: Math.max(cols.length, next.length, 1), merge: parents.length > 1, segments });
+    for (let i = 0; i < stubs; i++) segments.push({ x1: col + 1 + i, y1: 2, x2: col, y2: 1, lane: col + 1 + i, stub: true });
+    rows.push({ col, width: Math.max(cols.length, next.length, stubs ? col + 1 + stubs : 0, 1), merge: all.length > 1, segments });
     cols = next;
   }
   return rows;

@@ -24,13 +24,16 @@ export function go(segments: string[], query?: Record<string, string | undefined
 
 export const short = (h?: string) => (h ? h.slice(0, 12) : "");
 
-// ago says how long ago t was, in the largest unit that fits.
+// ago says how long ago t was (or, for a future t, how long until it), in
+// the largest unit that fits.
 export function ago(t?: string): string {
   if (!t) return "";
-  const s = Math.max(0, (Date.now() - Date.parse(t)) / 1000);
-  const units: [number, string][] = [[86400 * 365, "y"], [86400, "d"], [3600, "h"], [60, "m"]];
-  for (const [n, u] of units) if (s >= n) return `${Math.floor(s / n)}${u} ago`;
-  return `${Math.floor(s)}s ago`;
+  const d = (Date.now() - Date.parse(t)) / 1000;
+  const s = Math.abs(d);
+  const units: [number, string][] = [[86400 * 365, "y"], [86400, "d"], [3600, "h"], [60, "m"], [1, "s"]];
+  const [n, u] = units.find(([n]) => s >= n) ?? [1, "s"];
+  const v = `${Math.floor(s / n)}${u}`;
+  return d >= 0 ? `${v} ago` : `in ${v}`;
 }
 
 export function Time({ t }: { t?: string | number }) {

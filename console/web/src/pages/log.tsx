@@ -7,20 +7,35 @@ import { GraphRow, layoutLanes } from "../graph";
 import { href, MoreButton, Problem, short, Time, useTokenPages } from "../ui";
 import { celString } from "./tree";
 
-const LANE = 14, ROW = 44, COLORS = ["#0b5cad", "#b5420b", "#127a3a", "#7a1f9c", "#8a6d00", "#0f7c86"];
+const LANE = 14, DOT = 18, COLORS = ["#0b5cad", "#b5420b", "#127a3a", "#7a1f9c", "#8a6d00", "#0f7c86"];
 
+// Lanes draws one row of the graph. The row grows with its commit's
+// details, so the SVG stretches to the row's height: the dot stays DOT
+// from the top, lanes below it end at the row's bottom (100%).
 function Lanes({ row }: { row: GraphRow }) {
   const x = (c: number) => LANE / 2 + c * LANE;
-  const y = (v: 0 | 1 | 2) => (v === 0 ? 0 : v === 1 ? ROW / 2 : ROW);
+  const lines: { x1: number; y1: string | number; x2: number; y2: string | number; lane: number; stub?: boolean }[] = [];
+  for (const s of row.segments) {
+    if (s.stub) {
+      lines.push({ x1: x(s.x1), y1: DOT + 16, x2: x(s.x2), y2: DOT, lane: s.lane, stub: true });
+    } else if (s.y1 === 0) {
+      lines.push({ x1: x(s.x1), y1: 0, x2: x(s.x2), y2: DOT, lane: s.lane });
+    } else {
+      lines.push({ x1: x(s.x1), y1: DOT, x2: x(s.x2), y2: 2 * DOT, lane: s.lane });
+      lines.push({ x1: x(s.x2), y1: 2 * DOT, x2: x(s.x2), y2: "100%", lane: s.lane });
+    }
+  }
+  const color = (l: number) => COLORS[l % COLORS.length];
   return (
-    <svg class="lanes" width={row.width * LANE} height={ROW} aria-hidden="true" focusable="false">
-      {row.segments.map((s, i) => (
-        <path key={i} d={`M${x(s.x1)} ${y(s.y1)} C${x(s.x1)} ${(y(s.y1) + y(s.y2)) / 2} ${x(s.x2)} ${(y(s.y1) + y(s.y2)) / 2} ${x(s.x2)} ${y(s.y2)}`}
-          stroke={COLORS[s.lane % COLORS.length]} stroke-width="2" fill="none" />
+    <div class="lanes" style={{ width: `${row.width * LANE}px` }}>
+    <svg width="100%" height="100%" aria-hidden="true" focusable="false">
+      {lines.map((l, i) => (
+        <line key={i} x1={l.x1} y1={l.y1} x2={l.x2} y2={l.y2} stroke={color(l.lane)} stroke-width="2"
+          stroke-dasharray={l.stub ? "3 3" : undefined} stroke-linecap="round" />
       ))}
-      <circle cx={x(row.col)} cy={ROW / 2} r={row.merge ? 5 : 4} fill={row.merge ? "#fff" : COLORS[row.col % COLORS.length]}
-        stroke={COLORS[row.col % COLORS.length]} stroke-width="2" />
+      <circle cx={x(row.col)} cy={DOT} r={row.merge ? 5 : 4} fill={row.merge ? "#fff" : color(row.col)} stroke={color(row.col)} stroke-width="2" />
     </svg>
+    </div>
   );
 }
 
@@ -63,6 +78,7 @@ export function LogPage({ at: ref, path }: { at: string; path?: string }) {
                       <a href={href(["diff"], { from: parents[0] ? "@" + parents[0] : "", to: "@" + m.hash })} title="Changes of this commit"><code>{short(m.hash)}</code></a>
                       <span class="message">{m.message.split("\n")[0] || <em class="muted">(no message)</em>}</span>
                       {parents.length > 1 && <span class="badge merge">merge</span>}
+                      {parents.slice(1).map((p) => <a key={p} class="small" href={href(["log", "@" + p])}>from <code>{short(p)}</code></a>)}
                     </div>
                     <div class="commit-meta muted">
                       {m.authors?.[0] ?? m.author ?? m.committer} · <Time t={m.commitTime} />

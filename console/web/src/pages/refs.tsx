@@ -260,7 +260,8 @@ export function PlanReport({ plan }: { plan: MergePlan }) {
                     <td><span class="badge">{t.classification?.class ?? "—"}</span></td>
                     <td>{t.action}</td>
                     <td>{t.snapshots}</td>
-                    <td>{t.reason || t.classification?.reason}</td>
+                    <td>{t.reason || t.classification?.reason}
+                      {t.classification && <ClassificationDetails c={t.classification} />}</td>
                   </tr>
                 ))}
               </tbody>
@@ -270,5 +271,28 @@ export function PlanReport({ plan }: { plan: MergePlan }) {
       )}
       {plan.tables.length === 0 && plan.keys.length > 0 && <p class="muted">No table changed on both sides: the merge is at key level only (fast-forward of each key).</p>}
     </div>
+  );
+}
+
+// ClassificationDetails is what each side of a table did since the merge
+// base, as the merge engine read it (classify/README.md).
+function ClassificationDetails({ c }: { c: any }) {
+  const side = (label: string, x: any) => x && (
+    <li>{label}: {x.snapshots?.length ?? 0} snapshot(s)
+      {x.dataFiles && <>, +{x.dataFiles.addedCount} / −{x.dataFiles.removedCount} data files, +{x.dataFiles.addedRecords} / −{x.dataFiles.removedRecords} records</>}
+      {x.partitions?.length > 0 && <> in {x.partitions.map((p: any) => p.path || "(unpartitioned)").join(", ")}</>}
+      {x.structuralChanges?.length > 0 && <>; structural: {x.structuralChanges.join(", ")}</>}
+    </li>
+  );
+  return (
+    <details>
+      <summary>both sides</summary>
+      <ul class="small">
+        {side("source", c.source)}
+        {side("target", c.target)}
+        {c.commonPartitions?.length > 0 && <li>common partitions: {c.commonPartitions.map((p: any) => p.path).join(", ")}</li>}
+        {c.conflictingFiles?.length > 0 && <li>conflicting files: {c.conflictingFiles.length}</li>}
+      </ul>
+    </details>
   );
 }
