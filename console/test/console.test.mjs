@@ -34,7 +34,7 @@ after(async () => { await browser?.close(); });
 async function session(token, viewport = LAPTOP) {
   const context = await browser.newContext({ viewport });
   const page = await context.newPage();
-  page.setDefaultTimeout(10_000);
+  page.setDefaultTimeout(20_000); // a busy 2-core CI machine
   page.errors = [];
   page.on("pageerror", (e) => page.errors.push(e));
   await page.goto(`${base}/ui/#/signin`);
