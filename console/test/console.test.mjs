@@ -5,7 +5,8 @@
 //
 // Environment: FLOE_URL (the server), FLOE_ADMIN_TOKEN (groups admins and
 // publishers: may do everything), FLOE_VIEWER_TOKEN (no group: reads
-// only), FLOE_SCREENSHOTS (a directory), CHROMIUM (the executable).
+// only), FLOE_OAUTH_CLIENT and FLOE_OAUTH_SECRET (an OAuth client, a
+// reader), FLOE_SCREENSHOTS (a directory), CHROMIUM (the executable).
 
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
@@ -252,6 +253,30 @@ describe("a read-only principal", () => {
     await dialog.getByRole("button", { name: "Delete ingest/hotfix" }).click();
     await dialog.getByRole("alert").getByText("Not permitted.").waitFor();
     await api("/api/v2/trees/ingest%2Fhotfix", viewerToken);
+  });
+});
+
+describe("OAuth sign-in", () => {
+  test("gets a token with client credentials, and says why a wrong secret fails", async () => {
+    const context = await browser.newContext({ viewport: LAPTOP });
+    const page = await context.newPage();
+    page.setDefaultTimeout(20_000);
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(e));
+    await page.goto(`${base}/ui/#/`);
+    // Without a token every API answers 401: the page asks to sign in.
+    await page.getByRole("alert").getByText("Sign-in needed.").waitFor();
+    await page.getByRole("alert").getByRole("link", { name: "Sign in" }).click();
+    await page.getByLabel("Client id").fill(process.env.FLOE_OAUTH_CLIENT);
+    await page.getByLabel("Client secret").fill("wrong");
+    await page.getByRole("button", { name: "Get a token" }).click();
+    await page.getByRole("alert").getByText(/client authentication failed/).waitFor();
+    await page.getByLabel("Client secret").fill(process.env.FLOE_OAUTH_SECRET);
+    await page.getByRole("button", { name: "Get a token" }).click();
+    await page.locator("#refs").getByRole("rowheader", { name: "main", exact: true }).waitFor();
+    assert.match(await page.evaluate(() => sessionStorage.getItem("floe.token")), /^ey/, "a JWT issued by floe, in session storage");
+    assert.deepEqual(errors, []);
+    await context.close();
   });
 });
 

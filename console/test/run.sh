@@ -81,8 +81,16 @@ cat >"$work/tokens.json" <<EOF
 ]}
 EOF
 
+# And an OAuth client (the client-credentials flow of /v1/oauth/tokens),
+# a reader too.
+oauth_secret="secret-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+cat >"$work/oauth-clients.json" <<EOF
+{"clients": [{"client_id": "console-reader", "secret_sha256": "$(hash "$oauth_secret")", "principal": "reader", "groups": []}]}
+EOF
+
 "$floe_bin" serve --addr 127.0.0.1:0 --data-dir "$work/data" --warehouse "$work/warehouse" \
-	--auth-token-file "$work/tokens.json" --log-format text >"$work/floe.log" 2>&1 &
+	--auth-token-file "$work/tokens.json" --auth-oauth-clients-file "$work/oauth-clients.json" \
+	--log-format text >"$work/floe.log" 2>&1 &
 floe_pid=$!
 addr=""
 for _ in $(seq 1 100); do
@@ -100,6 +108,7 @@ cd "$root"
 rm -rf "$shots"
 status=0
 FLOE_URL="$url" FLOE_ADMIN_TOKEN="$admin_token" FLOE_VIEWER_TOKEN="$viewer_token" FLOE_SCREENSHOTS="$shots" CHROMIUM="$chromium" \
+	FLOE_OAUTH_CLIENT=console-reader FLOE_OAUTH_SECRET="$oauth_secret" \
 	timeout -k 10 "${CONSOLE_TEST_TIMEOUT:-300}" \
 	node --test --test-concurrency=1 "$here/console.test.mjs" || status=$?
 if [[ $status -ne 0 ]]; then

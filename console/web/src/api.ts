@@ -28,6 +28,10 @@ export class ApiError extends Error {
 // ({error: {status, code, message}}) and Iceberg's ({error: {code, type,
 // message}}) error bodies.
 function errorOf(status: number, body: any): ApiError {
+  if (typeof body?.error === "string") {
+    // OAuth's token endpoint: {error, error_description} (RFC 6749).
+    return new ApiError(status, body.error, String(body.error_description ?? body.error));
+  }
   const e = body?.error && typeof body.error === "object" ? body.error : body;
   const code = String(e?.errorCode ?? e?.type ?? e?.code ?? status);
   const msg = String(e?.message ?? e?.reason ?? `HTTP ${status}`);
