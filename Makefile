@@ -1,8 +1,8 @@
 # floe: build, run and test. `make run` needs only Go. `make test` also
 # needs Python 3 with pip, Node.js with npm, and Java 17 with Maven for the
 # client conformance suites; their downloads are cached under git-ignored
-# folders (.cache/, node_modules/), besides Go's, npm's own caches. The
-# console's browser test installs Debian's chromium when it is missing.
+# folders (.cache/, node_modules/), besides Go's, npm's own caches.
+# The console's browser test installs Debian's chromium when missing.
 
 SHELL       := bash
 .SHELLFLAGS := -eu -o pipefail -c
