@@ -141,6 +141,11 @@ describe("console", () => {
     await page.waitForFunction(() => !document.querySelector("[role=status]"));
     const msgs = await page.locator("#commits .message").allInnerTexts();
     assert.ok(msgs.length >= 2 && msgs.every((m) => /customers|Merge/.test(m)), `filtered history: ${msgs}`);
+    // Another reference, picked on the page; the filter stays.
+    await page.getByLabel("Reference", { exact: true }).fill("ingest/daily");
+    await page.getByRole("button", { name: "Show" }).click();
+    await page.getByRole("heading", { name: "History of ingest/daily" }).waitFor();
+    await page.getByText("iceberg: update sales.customers (schema-change)").waitFor();
   });
 
   test("shows a diff with Iceberg-level changes", async () => {

@@ -3,7 +3,7 @@
 
 import { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { ApiError } from "./api";
+import { ApiError, nessie } from "./api";
 
 // href builds a console link: "#/" and the path segments, each encoded,
 // then the query.
@@ -138,5 +138,20 @@ export function KV({ map, caption, empty }: { map?: Record<string, unknown>; cap
         <tbody>{keys.map((k) => <tr key={k}><th scope="row"><code>{k}</code></th><td><code>{String(map![k])}</code></td></tr>)}</tbody>
       </table>
     </div>
+  );
+}
+
+// RefPicker switches the page to another reference: a text field (any
+// reference expression, @hash included) suggesting the known references.
+export function RefPicker({ current, to }: { current: string; to: (ref: string) => string }) {
+  const [value, setValue] = useState(current);
+  const refs = useLoad(() => nessie.references(undefined, 200), []);
+  useEffect(() => setValue(current), [current]);
+  return (
+    <form class="toolbar" onSubmit={(e) => { e.preventDefault(); if (value.trim()) location.hash = to(value.trim()).slice(1); }}>
+      <label>Reference <input list="known-refs" value={value} onInput={(e) => setValue(e.currentTarget.value)} /></label>
+      <datalist id="known-refs">{(refs.data?.references ?? []).map((r) => <option key={r.name} value={r.name} />)}</datalist>
+      <button type="submit">Show</button>
+    </form>
   );
 }

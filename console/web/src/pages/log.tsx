@@ -4,7 +4,7 @@
 import { useState } from "preact/hooks";
 import { keyString, LogEntry, nessie } from "../api";
 import { GraphRow, layoutLanes } from "../graph";
-import { href, MoreButton, Problem, short, Time, useTokenPages } from "../ui";
+import { href, MoreButton, Problem, RefPicker, short, Time, useTokenPages } from "../ui";
 import { celString } from "./tree";
 
 const LANE = 14, DOT = 18, COLORS = ["#0b5cad", "#b5420b", "#127a3a", "#7a1f9c", "#8a6d00", "#0f7c86"];
@@ -58,6 +58,7 @@ export function LogPage({ at: ref, path }: { at: string; path?: string }) {
         <h1><span class="muted">History of</span> {ref}</h1>
         <nav class="actions" aria-label="This reference"><a href={href(["ref", ref])}>Contents</a></nav>
       </div>
+      <RefPicker current={ref} to={(r) => href(["log", r], { path })} />
       <form class="toolbar" onSubmit={(e) => { e.preventDefault(); location.hash = href(["log", ref], { path: input.trim() }).slice(1); }}>
         <label>Table or key prefix <input type="search" value={input} onInput={(e) => setInput(e.currentTarget.value)} placeholder="e.g. sales.orders" /></label>
         <button type="submit">Filter</button>

@@ -3,7 +3,7 @@
 
 import { useState } from "preact/hooks";
 import { keyString, nessie } from "../api";
-import { href, MoreButton, Problem, short, useLoad, useTokenPages } from "../ui";
+import { href, MoreButton, Problem, RefPicker, short, useLoad, useTokenPages } from "../ui";
 
 // celString quotes s for a CEL filter.
 export const celString = (s: string) => JSON.stringify(s);
@@ -29,6 +29,7 @@ export function TreePage({ at: ref }: { at: string }) {
         </nav>
       </div>
       {head.error ? <Problem error={head.error} what={`read ${ref}`} /> : r && <p>Head <a href={href(["log", ref])}><code>{short(r.hash)}</code></a></p>}
+      <RefPicker current={ref} to={(r) => href(["ref", r])} />
       <form class="toolbar" onSubmit={(e) => { e.preventDefault(); setApplied(prefix.trim()); }}>
         <label>Key prefix <input type="search" value={prefix} onInput={(e) => setPrefix(e.currentTarget.value)} placeholder="e.g. sales." /></label>
         <button type="submit">Filter</button>
