@@ -58,7 +58,7 @@ export function Problem({ error, what }: { error: unknown; what?: string }) {
 }
 
 export function Loading({ what }: { what: string }) {
-  return <p class="muted" role="status">Loading {what}…</p>;
+  return <p class="muted" role="status" data-loading>Loading {what}…</p>;
 }
 
 // useLoad runs load whenever deps change and keeps its latest result.
@@ -94,32 +94,41 @@ export function usePager<T>(items: T[], size = 25) {
 // useTokenPages pages a listing the server pages with a token: "More"
 // fetches the next page and appends it.
 export function useTokenPages<T>(fetchPage: (token?: string) => Promise<{ items: T[]; hasMore?: boolean; token?: string }>, deps: unknown[]) {
-  const [items, setItems] = useState<T[]>([]);
-  const [next, setNext] = useState<string | undefined>();
-  const [error, setError] = useState<unknown>();
-  const [loading, setLoading] = useState(true);
+  // Results are kept with the deps they were fetched for, so a render
+  // after the deps changed (before the effect refetches) shows nothing
+  // stale: a list filtered anew never flashes the unfiltered one.
+  const key = JSON.stringify(deps);
+  type State = { key: string; items: T[]; next?: string; error?: unknown; loading: boolean };
+  const [state, setState] = useState<State>({ key, items: [], loading: true });
   const [n, setN] = useState(0);
   useEffect(() => {
     let live = true;
-    setItems([]); setNext(undefined); setError(undefined); setLoading(true);
-    fetchPage().then((p) => {
-      if (!live) return;
-      setItems(p.items); setNext(p.hasMore ? p.token : undefined); setLoading(false);
-    }, (e) => { if (live) { setError(e); setLoading(false); } });
+    setState({ key, items: [], loading: true });
+    fetchPage().then(
+      (p) => live && setState({ key, items: p.items, next: p.hasMore ? p.token : undefined, loading: false }),
+      (error) => live && setState({ key, items: [], error, loading: false }));
     return () => { live = false; };
-  }, [...deps, n]);
+  }, [key, n]);
+  const cur: State = state.key === key ? state : { key, items: [], loading: true };
   const more = () => {
-    setLoading(true);
-    fetchPage(next).then((p) => {
-      setItems((old) => old.concat(p.items)); setNext(p.hasMore ? p.token : undefined); setLoading(false);
-    }, (e) => { setError(e); setLoading(false); });
+    setState({ ...cur, loading: true });
+    fetchPage(cur.next).then(
+      (p) => setState((old) => old.key === key ? { key, items: old.items.concat(p.items), next: p.hasMore ? p.token : undefined, loading: false } : old),
+      (error) => setState((old) => old.key === key ? { ...old, error, loading: false } : old));
   };
-  return { items, error, loading, hasMore: !!next, more, reload: () => setN(n + 1) };
+  return { items: cur.items, error: cur.error, loading: cur.loading, hasMore: !!cur.next, more, reload: () => setN(n + 1) };
 }
 
 export function MoreButton({ hasMore, loading, more, what }: { hasMore: boolean; loading: boolean; more: () => void; what: string }) {
   if (!hasMore) return null;
   return <p><button type="button" onClick={more} disabled={loading}>{loading ? "Loading…" : `Load more ${what}`}</button></p>;
+}
+
+// Scroll holds a wide table: it scrolls sideways on its own (the page
+// never does), and is a named, focusable region so a keyboard can scroll
+// it too.
+export function Scroll({ label, children }: { label: string; children: ComponentChildren }) {
+  return <div class="scroll" tabIndex={0} role="region" aria-label={label}>{children}</div>;
 }
 
 export function Section({ title, children, id }: { title: string; children: ComponentChildren; id?: string }) {
@@ -131,13 +140,13 @@ export function KV({ map, caption, empty }: { map?: Record<string, unknown>; cap
   const keys = Object.keys(map ?? {}).sort();
   if (!keys.length) return <p class="muted">{empty ?? "None."}</p>;
   return (
-    <div class="scroll">
+    <Scroll label={caption}>
       <table class="kv">
         <caption class="sr-only">{caption}</caption>
         <thead><tr><th scope="col">Key</th><th scope="col">Value</th></tr></thead>
         <tbody>{keys.map((k) => <tr key={k}><th scope="row"><code>{k}</code></th><td><code>{String(map![k])}</code></td></tr>)}</tbody>
       </table>
-    </div>
+    </Scroll>
   );
 }
 

@@ -36,7 +36,7 @@ export function DiffPage({ from, to }: { from?: string; to?: string }) {
                 <DiffEntry key={keyString(d.key)} k={d.key.elements} from={d.from} to={d.to} fromHash={d.fromRef.hash} toHash={d.toRef.hash} />
               ))}
             </ul>
-            {list.loading && <p class="muted" role="status">Loading the diff…</p>}
+            {list.loading && <p class="muted" role="status" data-loading>Loading the diff…</p>}
             {!list.loading && !list.items.length && <p class="note ok">No differences.</p>}
             <MoreButton hasMore={list.hasMore} loading={list.loading} more={list.more} what="changes" />
           </>
@@ -76,7 +76,7 @@ function TableChanges({ k, fromHash, toHash }: { k: string[]; fromHash?: string;
     return { a, b };
   }, [k.join("\u0000"), fromHash, toHash]);
   if (error) return <Problem error={error} what={`read ${keyString(k)}`} />;
-  if (!data) return <p class="muted">Reading the table's metadata…</p>;
+  if (!data) return <p class="muted" data-loading>Reading the table's metadata…</p>;
   const { a, b } = data;
   const idsA = new Set<number>((a?.snapshots ?? []).map((s: any) => s["snapshot-id"]));
   const idsB = new Set<number>((b?.snapshots ?? []).map((s: any) => s["snapshot-id"]));

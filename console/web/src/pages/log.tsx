@@ -112,7 +112,7 @@ export function LogPage({ at: ref, path }: { at: string; path?: string }) {
               );
             })}
           </ol>
-          {list.loading && <p class="muted" role="status">Loading commits…</p>}
+          {list.loading && <p class="muted" role="status" data-loading>Loading commits…</p>}
           {!list.loading && !list.items.length && <p class="muted">No commit{path ? ` touches ${path}` : ""}.</p>}
           <MoreButton hasMore={list.hasMore} loading={list.loading} more={list.more} what="commits" />
         </>

@@ -4,7 +4,7 @@
 import { useState } from "preact/hooks";
 import { ApiError, floe, MergePlan, nessie, Ref, RefStatus } from "../api";
 import { Dialog } from "../dialog";
-import { href, Loading, Problem, short, Time, useLoad, usePager } from "../ui";
+import { Loading, Problem, Scroll, Time, href, short, useLoad, usePager } from "../ui";
 
 type Row = RefStatus & { message?: string };
 
@@ -52,7 +52,7 @@ export function RefsPage() {
       </div>
       {error ? <Problem error={error} what="list references" /> : !data ? <Loading what="references" /> : (
         <>
-          <div class="scroll">
+          <Scroll label={"Branches and tags"}>
             <table class="list" id="refs">
               <caption class="sr-only">Branches and tags</caption>
               <thead>
@@ -85,7 +85,7 @@ export function RefsPage() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </Scroll>
           {pager.controls}
           {!rows.length && <p class="muted">No reference matches.</p>}
         </>
@@ -249,7 +249,7 @@ export function PlanReport({ plan }: { plan: MergePlan }) {
       {plan.tables.length > 0 && (
         <>
           <h3>Tables changed on both sides</h3>
-          <div class="scroll">
+          <Scroll label={"Classification of each table"}>
             <table class="list" id="merge-classification">
               <caption class="sr-only">Classification of each table changed on both sides</caption>
               <thead><tr><th scope="col">Table</th><th scope="col">Classification</th><th scope="col">Action</th><th scope="col">Snapshots</th><th scope="col">Reason</th></tr></thead>
@@ -266,7 +266,7 @@ export function PlanReport({ plan }: { plan: MergePlan }) {
                 ))}
               </tbody>
             </table>
-          </div>
+          </Scroll>
         </>
       )}
       {plan.tables.length === 0 && plan.keys.length > 0 && <p class="muted">No table changed on both sides: the merge is at key level only (fast-forward of each key).</p>}

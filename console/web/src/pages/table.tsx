@@ -2,7 +2,7 @@
 // REST loadTable / loadView on the warehouse at that reference).
 
 import { iceberg, keyString } from "../api";
-import { href, KV, Loading, Problem, Section, Time, useLoad, usePager } from "../ui";
+import { KV, Loading, Problem, Scroll, Section, Time, href, useLoad, usePager } from "../ui";
 
 export type Field = { id: number; path: string; type: string; required: boolean; doc?: string; depth: number };
 
@@ -54,7 +54,7 @@ function SchemaTable({ schema, id }: { schema: any; id?: string }) {
   const fields = schemaFields(schema);
   const ids: number[] = schema?.["identifier-field-ids"] ?? [];
   return (
-    <div class="scroll">
+    <Scroll label={`Schema ${schema?.["schema-id"] ?? ""}`}>
       <table class="list" id={id}>
         <caption class="sr-only">Schema {schema?.["schema-id"]}</caption>
         <thead><tr><th scope="col">Field id</th><th scope="col">Name</th><th scope="col">Type</th><th scope="col">Required</th><th scope="col">Doc</th></tr></thead>
@@ -70,7 +70,7 @@ function SchemaTable({ schema, id }: { schema: any; id?: string }) {
           ))}
         </tbody>
       </table>
-    </div>
+    </Scroll>
   );
 }
 
@@ -121,7 +121,7 @@ export function TablePage({ at: ref, k }: { at: string; k: string[] }) {
           <Section title={`Snapshots (${snapshots.length})`} id="snapshots">
             {snapshots.length === 0 ? <p class="muted">No snapshot yet.</p> : (
               <>
-                <div class="scroll">
+                <Scroll label={"Snapshots"}>
                   <table class="list" id="snapshot-list">
                     <caption class="sr-only">Snapshots, newest first</caption>
                     <thead><tr><th scope="col">Snapshot id</th><th scope="col">Time</th><th scope="col">Operation</th><th scope="col">Added records</th><th scope="col">Total records</th><th scope="col">Summary</th></tr></thead>
@@ -139,7 +139,7 @@ export function TablePage({ at: ref, k }: { at: string; k: string[] }) {
                       ))}
                     </tbody>
                   </table>
-                </div>
+                </Scroll>
                 {snapPager.controls}
               </>
             )}
@@ -150,13 +150,13 @@ export function TablePage({ at: ref, k }: { at: string; k: string[] }) {
           <Section title="Metadata log" id="metadata-log">
             {!logPager.items.length ? <p class="muted">No earlier metadata file.</p> : (
               <>
-                <div class="scroll">
+                <Scroll label={"Metadata log"}>
                   <table class="list">
                     <caption class="sr-only">Earlier metadata files, newest first</caption>
                     <thead><tr><th scope="col">Time</th><th scope="col">Metadata file</th></tr></thead>
                     <tbody>{logPager.items.map((l: any) => <tr key={l["metadata-file"]}><td><Time t={l["timestamp-ms"]} /></td><td><code>{l["metadata-file"]}</code></td></tr>)}</tbody>
                   </table>
-                </div>
+                </Scroll>
                 {logPager.controls}
               </>
             )}
@@ -175,7 +175,7 @@ function SpecList({ md }: { md: any }) {
   const spec = (md["partition-specs"] ?? []).find((s: any) => s["spec-id"] === md["default-spec-id"]);
   if (!spec || !spec.fields?.length) return <p class="muted">Unpartitioned (spec {md["default-spec-id"] ?? 0}).</p>;
   return (
-    <div class="scroll">
+    <Scroll label={"Partition spec"}>
       <table class="list" id="partition-fields">
         <caption class="sr-only">Partition spec {spec["spec-id"]}</caption>
         <thead><tr><th scope="col">Partition field id</th><th scope="col">Name</th><th scope="col">Source</th><th scope="col">Transform</th></tr></thead>
@@ -183,7 +183,7 @@ function SpecList({ md }: { md: any }) {
           <tr key={f["field-id"]}><td class="num">{f["field-id"]}</td><th scope="row"><code>{f.name}</code></th><td><code>{fieldName(md, f["source-id"])}</code> ({f["source-id"]})</td><td><code>{f.transform}</code></td></tr>
         ))}</tbody>
       </table>
-    </div>
+    </Scroll>
   );
 }
 

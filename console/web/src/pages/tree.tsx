@@ -3,7 +3,7 @@
 
 import { useState } from "preact/hooks";
 import { keyString, nessie } from "../api";
-import { href, MoreButton, Problem, RefPicker, short, useLoad, useTokenPages } from "../ui";
+import { MoreButton, Problem, RefPicker, Scroll, href, short, useLoad, useTokenPages } from "../ui";
 
 // celString quotes s for a CEL filter.
 export const celString = (s: string) => JSON.stringify(s);
@@ -36,7 +36,7 @@ export function TreePage({ at: ref }: { at: string }) {
       </form>
       {list.error !== undefined ? <Problem error={list.error} what={`list the contents of ${ref}`} /> : (
         <>
-          <div class="scroll">
+          <Scroll label={`Contents of ${ref}`}>
             <table class="list" id="entries">
               <caption class="sr-only">Contents of {ref}</caption>
               <thead><tr><th scope="col">Key</th><th scope="col">Type</th></tr></thead>
@@ -55,7 +55,7 @@ export function TreePage({ at: ref }: { at: string }) {
                 })}
               </tbody>
             </table>
-          </div>
+          </Scroll>
           {!list.loading && !list.items.length && <p class="muted">Nothing here{applied ? ` under ${applied}` : ""}.</p>}
           <MoreButton hasMore={list.hasMore} loading={list.loading} more={list.more} what="entries" />
         </>
