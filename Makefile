@@ -2,6 +2,7 @@
 # needs Python 3 with pip, Node.js with npm, and Java 17 with Maven for the
 # client conformance suites; their downloads are cached under git-ignored
 # folders (.cache/, node_modules/), besides Go's, npm's own caches.
+# The console's browser test installs Debian's chromium when missing.
 
 SHELL       := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -48,6 +49,7 @@ test: build
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/spark/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/nessiejava/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/rck/run.sh
+	FLOE_BIN=$(CURDIR)/$(BIN) GO=$(GO) bash console/test/run.sh
 
 ## bench: run floe and Nessie side by side (testkit/peerbench, needs Java
 ## 21+ for Nessie), then the benchmarks of every other package; tabulate;

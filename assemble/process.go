@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/floe-catalog/floe/console"
 	"github.com/floe-catalog/floe/maintenance"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
@@ -265,6 +266,17 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 		func(r *mux.Router) error { return nessie.Register(r, nessieDeps) },
 		func(r *mux.Router) error {
 			floeAPI.Register(r, floeDeps.Authenticate)
+			return nil
+		},
+		// The web console: static files only, so no authentication; the
+		// page calls the APIs above with the user's own token.
+		func(r *mux.Router) error {
+			ui, err := console.Handler()
+			if err != nil {
+				return err
+			}
+			r.Handle(strings.TrimSuffix(console.Prefix, "/"), http.RedirectHandler(console.Prefix, http.StatusMovedPermanently))
+			r.PathPrefix(console.Prefix).Handler(ui)
 			return nil
 		},
 	}, cfg.Routes...)
