@@ -155,3 +155,14 @@ type Backend interface {
 	// Close releases the backend. Pending Apply calls finish first.
 	Close() error
 }
+
+// Shared is implemented by a backend that other processes may write at the
+// same time, such as a SQL database behind several floe replicas. The
+// version store then treats its in-memory mirror of the references as a
+// hint only: it reads a reference's head from the backend whenever it
+// resolves one, and rebases a group-commit round whose compare-and-swap
+// another process won. A backend owned by one process (Pebble) does not
+// implement it, or returns false.
+type Shared interface {
+	Shared() bool
+}

@@ -1,0 +1,384 @@
+package pgbackend
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/floe-catalog/floe/versionstore/backend"
+)
+
+// ErrOutcomeUnknown reports a batch whose COMMIT was sent but whose answer
+// was lost (the connection broke, or the database went away), and whose
+// outcome could not be found out afterwards by reading its references back.
+var ErrOutcomeUnknown = errors.New("outcome of the commit is unknown")
+
+// commitTimeout bounds the COMMIT of a batch, which no longer follows the
+// caller's context: abandoning it half way would leave the caller not
+// knowing whether the batch was written.
+const commitTimeout = 30 * time.Second
+
+// Apply writes the batch in one transaction, atomically and durably (the
+// COMMIT returns once the database has flushed its WAL, under
+// synchronous_commit=on). It returns an error wrapping
+// backend.ErrRefConflict, and writes nothing, if a reference does not hold
+// its expected value, and one wrapping a *backend.RecordConflictError if a
+// record check fails. Serialization failures and deadlocks are retried.
+//
+// Row locks are taken in one order by every batch (refs by name, checked
+// records by key, then record writes, objects by id, then the log counter
+// row), which keeps batches from deadlocking one another in the common
+// cases; the rare remaining cycle is broken by the database and retried.
+func (b *Backend) Apply(ctx context.Context, batch backend.Batch) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pgbackend: apply: %w", err)
+	}
+	if err := b.enter("apply"); err != nil {
+		return err
+	}
+	defer b.leave()
+	p, err := plan(batch)
+	if err != nil {
+		return err
+	}
+	if p.empty() {
+		return nil
+	}
+	for attempt := 1; ; attempt++ {
+		err := b.applyOnce(ctx, p)
+		if err == nil || !retryable(err) || attempt == maxAttempts {
+			return err
+		}
+		b.logger.Debug("batch retried", "refs", describe(batch), "attempt", attempt, "err", err)
+		if perr := pause(ctx, attempt); perr != nil {
+			return fmt.Errorf("pgbackend: apply: %w", errors.Join(err, perr))
+		}
+	}
+}
+
+// planned is a batch validated and put in lock order.
+type planned struct {
+	refs         []backend.RefUpdate
+	checks       []backend.RecordCheck
+	insertChecks map[string][]byte // checked absent and written: insert if absent
+	writeKeys    [][]byte
+	writeValues  [][]byte
+	deleteKeys   [][]byte
+	objectIDs    [][]byte
+	objectData   [][]byte
+	log          [][]byte
+}
+
+func (p *planned) empty() bool {
+	return len(p.refs) == 0 && len(p.checks) == 0 && len(p.writeKeys) == 0 &&
+		len(p.deleteKeys) == 0 && len(p.objectIDs) == 0 && len(p.log) == 0
+}
+
+// plan validates the batch and sorts what it locks.
+func plan(batch backend.Batch) (*planned, error) {
+	p := &planned{}
+	p.refs = slices.Clone(batch.Refs)
+	slices.SortFunc(p.refs, func(x, y backend.RefUpdate) int { return strings.Compare(x.Name, y.Name) })
+	for i := 1; i < len(p.refs); i++ {
+		if p.refs[i].Name == p.refs[i-1].Name {
+			return nil, fmt.Errorf("pgbackend: apply: ref %q updated twice in one batch", p.refs[i].Name)
+		}
+	}
+	p.checks = slices.Clone(batch.RecordChecks)
+	slices.SortFunc(p.checks, func(x, y backend.RecordCheck) int { return strings.Compare(x.Key, y.Key) })
+	for i, c := range p.checks {
+		if c.Key == "" {
+			return nil, fmt.Errorf("pgbackend: apply: record check with an empty key")
+		}
+		if i > 0 && c.Key == p.checks[i-1].Key {
+			return nil, fmt.Errorf("pgbackend: apply: record %q checked twice in one batch", c.Key)
+		}
+	}
+
+	// The final state of each written record: the last write wins, and a
+	// delete wins over a write in the same batch (as Pebble applies sets
+	// before deletes).
+	final := map[string][]byte{}
+	for _, r := range batch.Records {
+		if r.Key == "" {
+			return nil, fmt.Errorf("pgbackend: apply: record with an empty key")
+		}
+		final[r.Key] = nonNil(r.Value)
+	}
+	deleted := map[string]bool{}
+	for _, k := range batch.DeleteRecords {
+		delete(final, k)
+		deleted[k] = true
+	}
+	checkedAbsent := map[string]bool{}
+	for _, c := range p.checks {
+		if c.Expected != nil {
+			continue
+		}
+		checkedAbsent[c.Key] = true
+		if v, ok := final[c.Key]; ok {
+			if p.insertChecks == nil {
+				p.insertChecks = map[string][]byte{}
+			}
+			p.insertChecks[c.Key] = v
+		}
+	}
+	for _, k := range slices.Sorted(mapsKeys(final)) {
+		p.writeKeys = append(p.writeKeys, []byte(k))
+		p.writeValues = append(p.writeValues, final[k])
+	}
+	for _, k := range slices.Sorted(mapsKeys(deleted)) {
+		// A record checked absent was absent when checked; deleting it
+		// here could only remove a record another batch created after
+		// the check, which a serial order puts after this batch.
+		if !checkedAbsent[k] {
+			p.deleteKeys = append(p.deleteKeys, []byte(k))
+		}
+	}
+
+	objs := slices.Clone(batch.Objects)
+	slices.SortFunc(objs, func(x, y backend.Object) int { return bytes.Compare(x.ID[:], y.ID[:]) })
+	objs = slices.CompactFunc(objs, func(x, y backend.Object) bool { return x.ID == y.ID })
+	for _, o := range objs {
+		p.objectIDs = append(p.objectIDs, o.ID[:])
+		p.objectData = append(p.objectData, nonNil(o.Data))
+	}
+	for _, v := range batch.Log {
+		p.log = append(p.log, nonNil(v))
+	}
+	return p, nil
+}
+
+func mapsKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// applyOnce runs the batch as one transaction: every statement is sent in
+// one pipelined round trip, the results are checked in order, and the
+// transaction commits only if every compare held.
+func (b *Backend) applyOnce(ctx context.Context, p *planned) (err error) {
+	tx, err := b.pool.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return fmt.Errorf("pgbackend: apply: begin: %w", err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			// Rollback after a failed statement or a lost connection only
+			// releases the connection; its error adds nothing.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_ = tx.Rollback(rctx)
+			cancel()
+		}
+	}()
+
+	var q pgx.Batch
+	var results []func(pgx.BatchResults) error
+	exec := func(sql string, check func(pgconn.CommandTag) error, args ...any) {
+		q.Queue(sql, args...)
+		results = append(results, func(br pgx.BatchResults) error {
+			tag, err := br.Exec()
+			if err != nil {
+				return err
+			}
+			if check == nil {
+				return nil
+			}
+			return check(tag)
+		})
+	}
+	one := func(conflict func() error) func(pgconn.CommandTag) error {
+		return func(tag pgconn.CommandTag) error {
+			if tag.RowsAffected() != 1 {
+				return conflict()
+			}
+			return nil
+		}
+	}
+
+	for _, u := range p.refs {
+		name := []byte(u.Name)
+		switch {
+		case u.Expected == nil && u.New != nil:
+			exec(`INSERT INTO floe_refs (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, one(func() error {
+				return fmt.Errorf("pgbackend: apply: ref %q exists, expected it absent: %w", u.Name, backend.ErrRefConflict)
+			}), name, nonNil(u.New))
+		case u.Expected == nil:
+			q.Queue(`SELECT EXISTS (SELECT 1 FROM floe_refs WHERE name = $1)`, name)
+			results = append(results, func(br pgx.BatchResults) error {
+				var exists bool
+				if err := br.QueryRow().Scan(&exists); err != nil {
+					return err
+				}
+				if exists {
+					return fmt.Errorf("pgbackend: apply: ref %q exists, expected it absent: %w", u.Name, backend.ErrRefConflict)
+				}
+				return nil
+			})
+		case u.New != nil:
+			// Under READ COMMITTED a concurrent update of the row makes
+			// this wait, then re-check the WHERE clause against the new
+			// row version: the compare-and-swap is decided by the row lock.
+			exec(`UPDATE floe_refs SET value = $3 WHERE name = $1 AND value = $2`, one(func() error {
+				return fmt.Errorf("pgbackend: apply: ref %q does not hold the expected value: %w", u.Name, backend.ErrRefConflict)
+			}), name, u.Expected, nonNil(u.New))
+		default:
+			exec(`DELETE FROM floe_refs WHERE name = $1 AND value = $2`, one(func() error {
+				return fmt.Errorf("pgbackend: apply: ref %q does not hold the expected value: %w", u.Name, backend.ErrRefConflict)
+			}), name, u.Expected)
+		}
+	}
+	for _, c := range p.checks {
+		key := []byte(c.Key)
+		conflict := func() error {
+			return fmt.Errorf("pgbackend: apply: %w", &backend.RecordConflictError{Key: c.Key})
+		}
+		switch v, insert := p.insertChecks[c.Key]; {
+		case c.Expected != nil:
+			q.Queue(`SELECT value FROM floe_records WHERE key = $1 FOR UPDATE`, key)
+			results = append(results, func(br pgx.BatchResults) error {
+				var v []byte
+				err := br.QueryRow().Scan(&v)
+				switch {
+				case errors.Is(err, pgx.ErrNoRows):
+					return conflict()
+				case err != nil:
+					return err
+				case !bytes.Equal(v, c.Expected):
+					return conflict()
+				}
+				return nil
+			})
+		case insert:
+			// Absent, then written: the insert is the check, and its
+			// uncommitted row makes a concurrent creator wait for us.
+			exec(`INSERT INTO floe_records (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, one(conflict), key, v)
+		default:
+			q.Queue(`SELECT EXISTS (SELECT 1 FROM floe_records WHERE key = $1)`, key)
+			results = append(results, func(br pgx.BatchResults) error {
+				var exists bool
+				if err := br.QueryRow().Scan(&exists); err != nil {
+					return err
+				}
+				if exists {
+					return conflict()
+				}
+				return nil
+			})
+		}
+	}
+	if len(p.writeKeys) > 0 {
+		exec(`INSERT INTO floe_records (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[])
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, nil, p.writeKeys, p.writeValues)
+	}
+	if len(p.deleteKeys) > 0 {
+		exec(`DELETE FROM floe_records WHERE key = ANY($1::bytea[])`, nil, p.deleteKeys)
+	}
+	if len(p.objectIDs) > 0 {
+		exec(`INSERT INTO floe_objects (id, data) SELECT * FROM unnest($1::bytea[], $2::bytea[])
+			ON CONFLICT (id) DO NOTHING`, nil, p.objectIDs, p.objectData)
+	}
+	if len(p.log) > 0 {
+		// Seqs come from one counter row, taken last and held to COMMIT:
+		// log appends are thereby serialized in commit order, so seqs rise
+		// in the order records become visible and a reader paging back
+		// never sees n+1 before n (a sequence would hand out numbers in
+		// nextval order, not commit order).
+		q.Queue(`WITH s AS (UPDATE floe_log_seq SET last = last + $1 WHERE id = 1 RETURNING last)
+			INSERT INTO floe_log (seq, value)
+			SELECT s.last - $1 + v.ord, v.value FROM s, unnest($2::bytea[]) WITH ORDINALITY AS v(value, ord)`,
+			int64(len(p.log)), p.log)
+		results = append(results, logResult(len(p.log)))
+	}
+
+	br := tx.SendBatch(ctx, &q)
+	for _, check := range results {
+		if err := check(br); err != nil {
+			_ = br.Close()
+			if errors.Is(err, backend.ErrRefConflict) || errors.Is(err, backend.ErrRecordConflict) {
+				return err
+			}
+			return fmt.Errorf("pgbackend: apply: %w", err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("pgbackend: apply: %w", err)
+	}
+
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	err = tx.Commit(cctx)
+	committed = true // committed or not, the transaction is over
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// The database answered: it rolled the transaction back.
+		return fmt.Errorf("pgbackend: apply: commit: %w", err)
+	}
+	return b.resolveOutcome(p, err)
+}
+
+func logResult(n int) func(pgx.BatchResults) error {
+	return func(br pgx.BatchResults) error {
+		tag, err := br.Exec()
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != int64(n) {
+			return fmt.Errorf("appended %d log records, want %d (is the floe_log_seq row missing?)", tag.RowsAffected(), n)
+		}
+		return nil
+	}
+}
+
+// resolveOutcome finds out whether a batch whose COMMIT got no answer was
+// written, by reading its first reference back once the database answers
+// again: the new value (an encoded ref naming a fresh commit) can only be
+// there if this batch put it there. A batch without references cannot be
+// told apart and reports ErrOutcomeUnknown.
+func (b *Backend) resolveOutcome(p *planned, commitErr error) error {
+	unknown := fmt.Errorf("pgbackend: apply: commit: %w: %w", ErrOutcomeUnknown, commitErr)
+	if len(p.refs) == 0 {
+		return unknown
+	}
+	u := p.refs[0]
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		// Give a commit the server was still finishing time to land.
+		if err := pause(ctx, min(attempt+6, 10)); err != nil {
+			return unknown
+		}
+		var v []byte
+		err := b.pool.QueryRow(ctx, `SELECT value FROM floe_refs WHERE name = $1`, []byte(u.Name)).Scan(&v)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			if u.New == nil {
+				return nil
+			}
+			return fmt.Errorf("pgbackend: apply: commit was lost: %w", commitErr)
+		case err != nil:
+			continue // the database is not back yet
+		case u.New != nil && bytes.Equal(v, u.New):
+			b.logger.Info("commit confirmed after its answer was lost", "ref", u.Name)
+			return nil
+		default:
+			return fmt.Errorf("pgbackend: apply: commit was lost: %w", commitErr)
+		}
+	}
+}
