@@ -295,6 +295,10 @@ type preparedRound struct {
 	commits    int
 	done       chan struct{} // closed when Apply returned
 	err        error         // Apply's outcome, once done is closed
+
+	// apply, if set, writes the batch instead of the backend's Apply:
+	// a LockedRef's, after a lost compare-and-swap.
+	apply func(context.Context, backend.Batch) error
 }
 
 func (p *preparedRound) changed() bool { return len(p.log) > 0 }
@@ -327,7 +331,11 @@ func (p *preparedRound) start() {
 	p.seal()
 	p.done = make(chan struct{})
 	go func() {
-		p.err = p.s.be.Apply(context.Background(), p.batch())
+		apply := p.s.be.Apply
+		if p.apply != nil {
+			apply = p.apply
+		}
+		p.err = apply(context.Background(), p.batch())
 		if p.err == nil {
 			p.ov.publish()
 		}
@@ -440,6 +448,7 @@ func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 	defer p.deliver()
 	err := p.wait()
 	round, retries := p.round, 0
+	var held backend.LockedRef // the ref's row, held for the next redo
 	for err != nil {
 		var rc *backend.RecordConflictError
 		switch {
@@ -454,6 +463,16 @@ func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 		case errors.Is(err, backend.ErrRefConflict) && retries < s.maxRetries():
 			retries++
 			s.stats.BackendRetries.Add(1)
+			if locker, ok := s.be.(backend.RefLocker); ok && s.shared {
+				// Wait for our turn on the ref's row, behind the other
+				// replicas' batches, and rebase on the head it holds:
+				// nobody can move it before this round is written.
+				held, err = s.lockRef(locker, name)
+				if err != nil {
+					return s.failRound(name, q, p, err)
+				}
+				break
+			}
 			// Another process is committing to this ref right now; reloading
 			// at once mostly reads a head its next batch is about to replace,
 			// so the round would lose every retry in a row. A random pause,
@@ -469,7 +488,13 @@ func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 		redo := s.prepareRound(name, q, s.refs.get(name), nil)
 		redo.add(round)
 		if !redo.changed() {
+			if held != nil {
+				held.Release()
+			}
 			return false
+		}
+		if held != nil {
+			redo.apply, held = held.Apply, nil // Apply releases the lock
 		}
 		redo.start()
 		if err = redo.wait(); err == nil {
@@ -534,4 +559,25 @@ func (s *Store) reloadRef(name string) error {
 	}
 	s.refs.set(name, r)
 	return nil
+}
+
+// lockRef holds the reference in a shared backend and sets the mirror to
+// the value it holds.
+func (s *Store) lockRef(locker backend.RefLocker, name string) (backend.LockedRef, error) {
+	held, err := locker.LockRef(context.Background(), name)
+	if err != nil {
+		return nil, fmt.Errorf("lock reference %q: %w", name, err)
+	}
+	raw := held.Value()
+	if raw == nil {
+		s.refs.set(name, nil)
+		return held, nil
+	}
+	r, err := decodeRef(raw)
+	if err != nil {
+		held.Release()
+		return nil, err
+	}
+	s.refs.set(name, r)
+	return held, nil
 }

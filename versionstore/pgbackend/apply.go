@@ -18,7 +18,8 @@ import (
 // ErrOutcomeUnknown reports a batch whose COMMIT was sent but whose answer
 // was lost (the connection broke, or the database went away), and whose
 // outcome could not be found out afterwards by reading its references back.
-var ErrOutcomeUnknown = errors.New("outcome of the commit is unknown")
+// It wraps backend.ErrUnavailable too.
+var ErrOutcomeUnknown = fmt.Errorf("outcome of the commit is unknown: %w", backend.ErrUnavailable)
 
 // commitTimeout bounds the COMMIT of a batch, which no longer follows the
 // caller's context: abandoning it half way would leave the caller not
@@ -32,8 +33,8 @@ const commitTimeout = 30 * time.Second
 // its expected value, and one wrapping a *backend.RecordConflictError if a
 // record check fails. Serialization failures and deadlocks are retried.
 //
-// Row locks are taken in one order by every batch (refs by name, checked
-// records by key, then record writes, objects by id, then the log counter
+// Row locks are taken in one order by every batch (objects by id, refs by
+// name, checked records by key, then record writes, then the log counter
 // row), which keeps batches from deadlocking one another in the common
 // cases; the rare remaining cycle is broken by the database and retried.
 func (b *Backend) Apply(ctx context.Context, batch backend.Batch) error {
@@ -54,7 +55,7 @@ func (b *Backend) Apply(ctx context.Context, batch backend.Batch) error {
 	for attempt := 1; ; attempt++ {
 		err := b.applyOnce(ctx, p)
 		if err == nil || !retryable(err) || attempt == maxAttempts {
-			return err
+			return unavailable(err)
 		}
 		b.logger.Debug("batch retried", "refs", describe(batch), "attempt", attempt, "err", err)
 		if perr := pause(ctx, attempt); perr != nil {
@@ -166,79 +167,55 @@ func mapsKeys[V any](m map[string]V) func(func(string) bool) {
 	}
 }
 
-// applyOnce runs the batch as one transaction: every statement is sent in
-// one pipelined round trip, the results are checked in order, and the
-// transaction commits only if every compare held.
-func (b *Backend) applyOnce(ctx context.Context, p *planned) (err error) {
-	tx, err := b.pool.BeginTx(ctx, pgx.TxOptions{})
-	if err != nil {
-		return fmt.Errorf("pgbackend: apply: begin: %w", err)
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			// Rollback after a failed statement or a lost connection only
-			// releases the connection; its error adds nothing.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			_ = tx.Rollback(rctx)
-			cancel()
-		}
-	}()
+// stmt is one statement of a batch's transaction. A statement that checks
+// a compare-and-swap fails with division_by_zero when the compare does not
+// hold (SELECT 1/count(*) over the rows it changed or matched), so that the
+// whole transaction, BEGIN to COMMIT, can be sent in one round trip and
+// aborts by itself: conflict then names the error to report.
+type stmt struct {
+	sql      string
+	args     []any
+	conflict func() error
+}
 
-	var q pgx.Batch
-	var results []func(pgx.BatchResults) error
-	exec := func(sql string, check func(pgconn.CommandTag) error, args ...any) {
-		q.Queue(sql, args...)
-		results = append(results, func(br pgx.BatchResults) error {
-			tag, err := br.Exec()
-			if err != nil {
-				return err
-			}
-			if check == nil {
-				return nil
-			}
-			return check(tag)
-		})
+// statements lists the batch's statements in lock order.
+func (p *planned) statements() []stmt {
+	var out []stmt
+	add := func(conflict func() error, sql string, args ...any) {
+		out = append(out, stmt{sql: sql, args: args, conflict: conflict})
 	}
-	one := func(conflict func() error) func(pgconn.CommandTag) error {
-		return func(tag pgconn.CommandTag) error {
-			if tag.RowsAffected() != 1 {
-				return conflict()
-			}
-			return nil
-		}
+	// Objects first: inserting them takes the longest, and no other batch
+	// waits for an object row unless it writes the same one, while every
+	// batch of a branch waits for its ref row. Taking the ref's row lock
+	// after them keeps it held only for the compare-and-swap, the log
+	// append and COMMIT.
+	if len(p.objectIDs) > 0 {
+		add(nil, `INSERT INTO floe_objects (id, data) SELECT * FROM unnest($1::bytea[], $2::bytea[])
+			ON CONFLICT (id) DO NOTHING`, p.objectIDs, p.objectData)
 	}
-
 	for _, u := range p.refs {
 		name := []byte(u.Name)
+		exists := func() error {
+			return fmt.Errorf("pgbackend: apply: ref %q exists, expected it absent: %w", u.Name, backend.ErrRefConflict)
+		}
+		differs := func() error {
+			return fmt.Errorf("pgbackend: apply: ref %q does not hold the expected value: %w", u.Name, backend.ErrRefConflict)
+		}
 		switch {
 		case u.Expected == nil && u.New != nil:
-			exec(`INSERT INTO floe_refs (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, one(func() error {
-				return fmt.Errorf("pgbackend: apply: ref %q exists, expected it absent: %w", u.Name, backend.ErrRefConflict)
-			}), name, nonNil(u.New))
+			add(exists, `WITH i AS (INSERT INTO floe_refs (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING 1)
+				SELECT 1/count(*) FROM i`, name, nonNil(u.New))
 		case u.Expected == nil:
-			q.Queue(`SELECT EXISTS (SELECT 1 FROM floe_refs WHERE name = $1)`, name)
-			results = append(results, func(br pgx.BatchResults) error {
-				var exists bool
-				if err := br.QueryRow().Scan(&exists); err != nil {
-					return err
-				}
-				if exists {
-					return fmt.Errorf("pgbackend: apply: ref %q exists, expected it absent: %w", u.Name, backend.ErrRefConflict)
-				}
-				return nil
-			})
+			add(exists, `SELECT 1/(1 - count(*)) FROM floe_refs WHERE name = $1`, name)
 		case u.New != nil:
 			// Under READ COMMITTED a concurrent update of the row makes
 			// this wait, then re-check the WHERE clause against the new
 			// row version: the compare-and-swap is decided by the row lock.
-			exec(`UPDATE floe_refs SET value = $3 WHERE name = $1 AND value = $2`, one(func() error {
-				return fmt.Errorf("pgbackend: apply: ref %q does not hold the expected value: %w", u.Name, backend.ErrRefConflict)
-			}), name, u.Expected, nonNil(u.New))
+			add(differs, `WITH u AS (UPDATE floe_refs SET value = $3 WHERE name = $1 AND value = $2 RETURNING 1)
+				SELECT 1/count(*) FROM u`, name, u.Expected, nonNil(u.New))
 		default:
-			exec(`DELETE FROM floe_refs WHERE name = $1 AND value = $2`, one(func() error {
-				return fmt.Errorf("pgbackend: apply: ref %q does not hold the expected value: %w", u.Name, backend.ErrRefConflict)
-			}), name, u.Expected)
+			add(differs, `WITH d AS (DELETE FROM floe_refs WHERE name = $1 AND value = $2 RETURNING 1)
+				SELECT 1/count(*) FROM d`, name, u.Expected)
 		}
 	}
 	for _, c := range p.checks {
@@ -248,48 +225,22 @@ func (b *Backend) applyOnce(ctx context.Context, p *planned) (err error) {
 		}
 		switch v, insert := p.insertChecks[c.Key]; {
 		case c.Expected != nil:
-			q.Queue(`SELECT value FROM floe_records WHERE key = $1 FOR UPDATE`, key)
-			results = append(results, func(br pgx.BatchResults) error {
-				var v []byte
-				err := br.QueryRow().Scan(&v)
-				switch {
-				case errors.Is(err, pgx.ErrNoRows):
-					return conflict()
-				case err != nil:
-					return err
-				case !bytes.Equal(v, c.Expected):
-					return conflict()
-				}
-				return nil
-			})
+			add(conflict, `SELECT 1/count(*) FROM (SELECT 1 FROM floe_records WHERE key = $1 AND value = $2 FOR UPDATE) r`, key, c.Expected)
 		case insert:
 			// Absent, then written: the insert is the check, and its
 			// uncommitted row makes a concurrent creator wait for us.
-			exec(`INSERT INTO floe_records (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, one(conflict), key, v)
+			add(conflict, `WITH i AS (INSERT INTO floe_records (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING RETURNING 1)
+				SELECT 1/count(*) FROM i`, key, v)
 		default:
-			q.Queue(`SELECT EXISTS (SELECT 1 FROM floe_records WHERE key = $1)`, key)
-			results = append(results, func(br pgx.BatchResults) error {
-				var exists bool
-				if err := br.QueryRow().Scan(&exists); err != nil {
-					return err
-				}
-				if exists {
-					return conflict()
-				}
-				return nil
-			})
+			add(conflict, `SELECT 1/(1 - count(*)) FROM floe_records WHERE key = $1`, key)
 		}
 	}
 	if len(p.writeKeys) > 0 {
-		exec(`INSERT INTO floe_records (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[])
-			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, nil, p.writeKeys, p.writeValues)
+		add(nil, `INSERT INTO floe_records (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[])
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, p.writeKeys, p.writeValues)
 	}
 	if len(p.deleteKeys) > 0 {
-		exec(`DELETE FROM floe_records WHERE key = ANY($1::bytea[])`, nil, p.deleteKeys)
-	}
-	if len(p.objectIDs) > 0 {
-		exec(`INSERT INTO floe_objects (id, data) SELECT * FROM unnest($1::bytea[], $2::bytea[])
-			ON CONFLICT (id) DO NOTHING`, nil, p.objectIDs, p.objectData)
+		add(nil, `DELETE FROM floe_records WHERE key = ANY($1::bytea[])`, p.deleteKeys)
 	}
 	if len(p.log) > 0 {
 		// Seqs come from one counter row, taken last and held to COMMIT:
@@ -297,53 +248,141 @@ func (b *Backend) applyOnce(ctx context.Context, p *planned) (err error) {
 		// in the order records become visible and a reader paging back
 		// never sees n+1 before n (a sequence would hand out numbers in
 		// nextval order, not commit order).
-		q.Queue(`WITH s AS (UPDATE floe_log_seq SET last = last + $1 WHERE id = 1 RETURNING last)
+		add(nil, `WITH s AS (UPDATE floe_log_seq SET last = last + $1 WHERE id = 1 RETURNING last)
 			INSERT INTO floe_log (seq, value)
 			SELECT s.last - $1 + v.ord, v.value FROM s, unnest($2::bytea[]) WITH ORDINALITY AS v(value, ord)`,
 			int64(len(p.log)), p.log)
-		results = append(results, logResult(len(p.log)))
 	}
+	return out
+}
 
-	br := tx.SendBatch(ctx, &q)
-	for _, check := range results {
-		if err := check(br); err != nil {
-			_ = br.Close()
-			if errors.Is(err, backend.ErrRefConflict) || errors.Is(err, backend.ErrRecordConflict) {
-				return err
+// codeDivisionByZero is how a compare-and-swap statement reports that its
+// compare failed; see stmt.
+const codeDivisionByZero = "22012"
+
+// results reads the results of stmts from br in order, returning the first
+// failure: the conflict of a compare that did not hold, or the error.
+func results(br pgx.BatchResults, stmts []stmt) error {
+	for _, st := range stmts {
+		if _, err := br.Exec(); err != nil {
+			var pgErr *pgconn.PgError
+			if st.conflict != nil && errors.As(err, &pgErr) && pgErr.Code == codeDivisionByZero {
+				return st.conflict()
 			}
 			return fmt.Errorf("pgbackend: apply: %w", err)
 		}
 	}
-	if err := br.Close(); err != nil {
+	return nil
+}
+
+// applyOnce runs the batch as one transaction sent in one round trip:
+// BEGIN, every statement, COMMIT, pipelined. A compare that does not hold
+// aborts the transaction (see stmt), and the COMMIT then is not run.
+//
+// The caller's context is honoured until the pipeline is sent; the round
+// trip itself follows a detached one, since abandoning it half way would
+// leave the caller not knowing whether the batch was written.
+func (b *Backend) applyOnce(ctx context.Context, p *planned) error {
+	conn, err := b.pool.Acquire(ctx)
+	if err != nil {
 		return fmt.Errorf("pgbackend: apply: %w", err)
 	}
+	defer conn.Release()
+	stmts := p.statements()
+	var q pgx.Batch
+	q.Queue("BEGIN")
+	for _, st := range stmts {
+		q.Queue(st.sql, st.args...)
+	}
+	q.Queue("COMMIT")
 
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
-	err = tx.Commit(cctx)
-	committed = true // committed or not, the transaction is over
+	br := conn.SendBatch(cctx, &q)
+	_, err = br.Exec() // BEGIN
 	if err == nil {
-		return nil
+		err = results(br, stmts)
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		// The database answered: it rolled the transaction back.
-		return fmt.Errorf("pgbackend: apply: commit: %w", err)
+	var commitErr error
+	if err == nil {
+		var tag pgconn.CommandTag
+		tag, commitErr = br.Exec()
+		if commitErr == nil && tag.String() != "COMMIT" {
+			commitErr = fmt.Errorf("COMMIT answered %q", tag.String())
+		}
 	}
-	return b.resolveOutcome(p, err)
+	closeErr := br.Close()
+	if err != nil || commitErr != nil {
+		// A failed statement leaves the transaction open and aborted: end
+		// it before the connection goes back to the pool. On a broken
+		// connection this fails too, and the pool drops the connection.
+		_, _ = conn.Exec(cctx, "ROLLBACK")
+	}
+	switch {
+	case err != nil:
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) || errors.Is(err, backend.ErrRefConflict) || errors.Is(err, backend.ErrRecordConflict) {
+			return err // the database answered: nothing was written
+		}
+		if errors.Is(err, context.DeadlineExceeded) || conn.Conn().IsClosed() {
+			// Lost before COMMIT was answered: it may still have run.
+			return b.resolveOutcome(p, err)
+		}
+		return err
+	case commitErr != nil:
+		var pgErr *pgconn.PgError
+		if errors.As(commitErr, &pgErr) {
+			return fmt.Errorf("pgbackend: apply: commit: %w", commitErr)
+		}
+		return b.resolveOutcome(p, commitErr)
+	case closeErr != nil:
+		return b.resolveOutcome(p, closeErr)
+	}
+	return nil
 }
 
-func logResult(n int) func(pgx.BatchResults) error {
-	return func(br pgx.BatchResults) error {
-		tag, err := br.Exec()
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() != int64(n) {
-			return fmt.Errorf("appended %d log records, want %d (is the floe_log_seq row missing?)", tag.RowsAffected(), n)
-		}
-		return nil
+// applyTx runs the batch's statements in tx, which already holds row locks
+// (LockRef), and commits it, or rolls it back.
+func (b *Backend) applyTx(ctx context.Context, tx pgx.Tx, p *planned) error {
+	stmts := p.statements()
+	var q pgx.Batch
+	for _, st := range stmts {
+		q.Queue(st.sql, st.args...)
 	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	br := tx.SendBatch(cctx, &q)
+	err := results(br, stmts)
+	err = errors.Join(err, br.Close())
+	if err != nil {
+		rollback(ctx, tx)
+		if errors.Is(err, backend.ErrRefConflict) || errors.Is(err, backend.ErrRecordConflict) {
+			return firstConflict(err)
+		}
+		return err
+	}
+	if err := tx.Commit(cctx); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) {
+			// The database answered: it rolled the transaction back.
+			return fmt.Errorf("pgbackend: apply: commit: %w", err)
+		}
+		return b.resolveOutcome(p, err)
+	}
+	return nil
+}
+
+// firstConflict unwraps a joined error down to its conflict, so that
+// callers see the conflict's own message.
+func firstConflict(err error) error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if errors.Is(e, backend.ErrRefConflict) || errors.Is(e, backend.ErrRecordConflict) {
+				return e
+			}
+		}
+	}
+	return err
 }
 
 // resolveOutcome finds out whether a batch whose COMMIT got no answer was

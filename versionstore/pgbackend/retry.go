@@ -3,10 +3,16 @@ package pgbackend
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/floe-catalog/floe/versionstore/backend"
 )
 
 // SQLSTATE codes the backend branches on.
@@ -52,10 +58,43 @@ func withRetry[T any](ctx context.Context, read func(ctx context.Context) (T, er
 	for attempt := 1; ; attempt++ {
 		v, err := read(ctx)
 		if err == nil || !retryable(err) || attempt == maxAttempts {
-			return v, err
+			return v, unavailable(err)
 		}
 		if perr := pause(ctx, attempt); perr != nil {
 			return v, errors.Join(err, perr)
 		}
 	}
+}
+
+// unavailable marks err with backend.ErrUnavailable when it says the
+// database could not be reached or is not accepting work (a refused or
+// broken connection, a server shutting down or starting, too many
+// connections), so that the APIs answer 503 rather than 500. Other errors
+// are returned as they are.
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, backend.ErrUnavailable) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code[:2] {
+		case "08", "57", "53": // connection exception, operator intervention, insufficient resources
+			return fmt.Errorf("%w: %w", backend.ErrUnavailable, err)
+		}
+		return err
+	}
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	if errors.As(err, &connErr) || errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.DeadlineExceeded) || pgconn.SafeToRetry(err) || isClosedConn(err) {
+		return fmt.Errorf("%w: %w", backend.ErrUnavailable, err)
+	}
+	return err
+}
+
+// isClosedConn reports pgx's errors for a connection it had already
+// found broken.
+func isClosedConn(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "conn closed") || strings.Contains(s, "connection reset") || strings.Contains(s, "broken pipe")
 }
