@@ -26,7 +26,12 @@ import (
 
 var cluster *pgtest.Cluster
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &cluster)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(serveChild())
+	}
+	os.Exit(pgtest.Main(m, &cluster))
+}
 
 // lake is n floe replicas over one database and one warehouse.
 type lake struct {
