@@ -1,6 +1,7 @@
 package versionstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,7 +31,17 @@ type refQueue struct {
 	// chain remembers recent heads of the reference, which spares most
 	// rebased commits a walk through history. Only the committer uses it.
 	chain headChain
+	// contendedUntil is set, on a shared backend that can lock refs,
+	// when a round lost its compare-and-swap to another replica: until
+	// then rounds wait for the ref's row lock before writing (see start),
+	// rather than be sent optimistically and lose their place in the
+	// database's queue for the row. Only the committer uses it.
+	contendedUntil time.Time
 }
+
+// contendedFor is how long a ref stays contended after a lost
+// compare-and-swap.
+const contendedFor = time.Second
 
 // headChain is a bounded set of commits the reference moved through by
 // descent (commits, merges, transplants). Every member is an ancestor of
@@ -299,6 +310,13 @@ type preparedRound struct {
 	// apply, if set, writes the batch instead of the backend's Apply:
 	// a LockedRef's, after a lost compare-and-swap.
 	apply func(context.Context, backend.Batch) error
+	// held is the ref's row lock when start found the ref moved.
+	held backend.LockedRef
+}
+
+// sameValue compares ref values, nil (absent) apart from empty.
+func sameValue(a, b []byte) bool {
+	return (a == nil) == (b == nil) && bytes.Equal(a, b)
 }
 
 func (p *preparedRound) changed() bool { return len(p.log) > 0 }
@@ -330,12 +348,33 @@ func (p *preparedRound) batch() backend.Batch {
 func (p *preparedRound) start() {
 	p.seal()
 	p.done = make(chan struct{})
+	locker, _ := p.s.be.(backend.RefLocker)
+	locking := p.apply == nil && locker != nil && p.s.shared && time.Now().Before(p.q.contendedUntil)
 	go func() {
 		apply := p.s.be.Apply
 		if p.apply != nil {
 			apply = p.apply
 		}
-		p.err = apply(context.Background(), p.batch())
+		b := p.batch()
+		if locking {
+			held, err := locker.LockRef(context.Background(), p.name)
+			switch {
+			case err != nil:
+				p.err = err
+			case !sameValue(held.Value(), b.Refs[0].Expected):
+				// Another replica moved the ref: complete rebases the
+				// round under this lock.
+				p.held = held
+				p.err = fmt.Errorf("ref %q moved: %w", p.name, backend.ErrRefConflict)
+			default:
+				apply = held.Apply
+			}
+			if p.err != nil {
+				close(p.done)
+				return
+			}
+		}
+		p.err = apply(context.Background(), b)
 		if p.err == nil {
 			p.ov.publish()
 		}
@@ -449,6 +488,15 @@ func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 	err := p.wait()
 	round, retries := p.round, 0
 	var held backend.LockedRef // the ref's row, held for the next redo
+	defer func() {
+		// A lock still held here was never handed to a redo's Apply.
+		for _, h := range []backend.LockedRef{held, p.held} {
+			if h != nil {
+				h.Release()
+			}
+		}
+		p.held = nil
+	}()
 	for err != nil {
 		var rc *backend.RecordConflictError
 		switch {
@@ -467,7 +515,13 @@ func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 				// Wait for our turn on the ref's row, behind the other
 				// replicas' batches, and rebase on the head it holds:
 				// nobody can move it before this round is written.
-				held, err = s.lockRef(locker, name)
+				q.contendedUntil = time.Now().Add(contendedFor)
+				if p.held != nil {
+					held, p.held = p.held, nil
+					err = s.adoptLocked(name, held)
+				} else {
+					held, err = s.lockRef(locker, name)
+				}
 				if err != nil {
 					return s.failRound(name, q, p, err)
 				}
@@ -568,16 +622,25 @@ func (s *Store) lockRef(locker backend.RefLocker, name string) (backend.LockedRe
 	if err != nil {
 		return nil, fmt.Errorf("lock reference %q: %w", name, err)
 	}
+	if err := s.adoptLocked(name, held); err != nil {
+		return nil, err
+	}
+	return held, nil
+}
+
+// adoptLocked sets the mirror to the value a held ref lock read; on error
+// it releases the lock.
+func (s *Store) adoptLocked(name string, held backend.LockedRef) error {
 	raw := held.Value()
 	if raw == nil {
 		s.refs.set(name, nil)
-		return held, nil
+		return nil
 	}
 	r, err := decodeRef(raw)
 	if err != nil {
 		held.Release()
-		return nil, err
+		return err
 	}
 	s.refs.set(name, r)
-	return held, nil
+	return nil
 }

@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/floe-catalog/floe/versionstore/backend"
 )
@@ -131,11 +133,11 @@ func plan(batch backend.Batch) (*planned, error) {
 			p.insertChecks[c.Key] = v
 		}
 	}
-	for _, k := range slices.Sorted(mapsKeys(final)) {
+	for _, k := range slices.Sorted(maps.Keys(final)) {
 		p.writeKeys = append(p.writeKeys, []byte(k))
 		p.writeValues = append(p.writeValues, final[k])
 	}
-	for _, k := range slices.Sorted(mapsKeys(deleted)) {
+	for _, k := range slices.Sorted(maps.Keys(deleted)) {
 		// A record checked absent was absent when checked; deleting it
 		// here could only remove a record another batch created after
 		// the check, which a serial order puts after this batch.
@@ -155,16 +157,6 @@ func plan(batch backend.Batch) (*planned, error) {
 		p.log = append(p.log, nonNil(v))
 	}
 	return p, nil
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // stmt is one statement of a batch's transaction. A statement that checks
@@ -288,9 +280,18 @@ func (b *Backend) applyOnce(ctx context.Context, p *planned) error {
 		return fmt.Errorf("pgbackend: apply: %w", err)
 	}
 	defer conn.Release()
+	return b.pipeline(ctx, conn, p, true)
+}
+
+// pipeline sends the batch's statements and COMMIT on conn in one round
+// trip, preceded by BEGIN when begin is set (otherwise conn is already in
+// a transaction: LockRef's), and reads the outcome.
+func (b *Backend) pipeline(ctx context.Context, conn *pgxpool.Conn, p *planned, begin bool) error {
 	stmts := p.statements()
 	var q pgx.Batch
-	q.Queue("BEGIN")
+	if begin {
+		q.Queue("BEGIN")
+	}
 	for _, st := range stmts {
 		q.Queue(st.sql, st.args...)
 	}
@@ -299,7 +300,10 @@ func (b *Backend) applyOnce(ctx context.Context, p *planned) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
 	br := conn.SendBatch(cctx, &q)
-	_, err = br.Exec() // BEGIN
+	var err error
+	if begin {
+		_, err = br.Exec()
+	}
 	if err == nil {
 		err = results(br, stmts)
 	}
@@ -339,50 +343,6 @@ func (b *Backend) applyOnce(ctx context.Context, p *planned) error {
 		return b.resolveOutcome(p, closeErr)
 	}
 	return nil
-}
-
-// applyTx runs the batch's statements in tx, which already holds row locks
-// (LockRef), and commits it, or rolls it back.
-func (b *Backend) applyTx(ctx context.Context, tx pgx.Tx, p *planned) error {
-	stmts := p.statements()
-	var q pgx.Batch
-	for _, st := range stmts {
-		q.Queue(st.sql, st.args...)
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
-	defer cancel()
-	br := tx.SendBatch(cctx, &q)
-	err := results(br, stmts)
-	err = errors.Join(err, br.Close())
-	if err != nil {
-		rollback(ctx, tx)
-		if errors.Is(err, backend.ErrRefConflict) || errors.Is(err, backend.ErrRecordConflict) {
-			return firstConflict(err)
-		}
-		return err
-	}
-	if err := tx.Commit(cctx); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) {
-			// The database answered: it rolled the transaction back.
-			return fmt.Errorf("pgbackend: apply: commit: %w", err)
-		}
-		return b.resolveOutcome(p, err)
-	}
-	return nil
-}
-
-// firstConflict unwraps a joined error down to its conflict, so that
-// callers see the conflict's own message.
-func firstConflict(err error) error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			if errors.Is(e, backend.ErrRefConflict) || errors.Is(e, backend.ErrRecordConflict) {
-				return e
-			}
-		}
-	}
-	return err
 }
 
 // resolveOutcome finds out whether a batch whose COMMIT got no answer was

@@ -2,6 +2,7 @@ package pgbackend_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -132,5 +133,51 @@ func TestTwoBackendsOneDatabase(t *testing.T) {
 	err := a.Apply(ctx, backend.Batch{Refs: []backend.RefUpdate{{Name: "main", Expected: []byte("m1"), New: []byte("m3")}}})
 	if !errors.Is(err, backend.ErrRefConflict) {
 		t.Fatalf("stale compare-and-swap: got %v, want ErrRefConflict", err)
+	}
+}
+
+// TestLockRef: while one backend holds a ref's row, another backend's
+// compare-and-swap from the same value cannot slip in: the holder's write
+// lands, and the other is refused afterwards.
+func TestLockRef(t *testing.T) {
+	dir := t.TempDir()
+	a, b := openSchema(t, dir), openSchema(t, dir)
+	t.Cleanup(func() { a.Close(); b.Close() })
+	ctx := t.Context()
+	if err := a.Apply(ctx, backend.Batch{Refs: []backend.RefUpdate{{Name: "main", New: []byte("m1")}}}); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 5 {
+		cur := fmt.Sprintf("m%d", round+1)
+		held, err := a.LockRef(ctx, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(held.Value()) != cur {
+			t.Fatalf("locked value %q, want %q", held.Value(), cur)
+		}
+		other := make(chan error, 1)
+		go func() {
+			other <- b.Apply(ctx, backend.Batch{Refs: []backend.RefUpdate{{Name: "main", Expected: []byte(cur), New: []byte("theirs")}}})
+		}()
+		next := fmt.Sprintf("m%d", round+2)
+		if err := held.Apply(ctx, backend.Batch{Refs: []backend.RefUpdate{{Name: "main", Expected: []byte(cur), New: []byte(next)}}, Log: [][]byte{[]byte(next)}}); err != nil {
+			t.Fatalf("round %d: the holder's write: %v", round, err)
+		}
+		if err := <-other; !errors.Is(err, backend.ErrRefConflict) {
+			t.Fatalf("round %d: the other writer: got %v, want ErrRefConflict", round, err)
+		}
+	}
+	if v, err := b.GetRef(ctx, "main"); err != nil || string(v) != "m6" {
+		t.Fatalf("main = %q, %v; want m6", v, err)
+	}
+	// A released lock writes nothing and lets others in.
+	held, err := a.LockRef(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held.Release()
+	if err := b.Apply(ctx, backend.Batch{Refs: []backend.RefUpdate{{Name: "main", Expected: []byte("m6"), New: []byte("m7")}}}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -8,47 +8,58 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/floe-catalog/floe/versionstore/backend"
 )
 
 var _ backend.RefLocker = (*Backend)(nil)
 
-// LockRef opens a transaction holding the reference's row (SELECT ... FOR
-// UPDATE): other batches moving it, from any replica, queue behind it until
-// the LockedRef's Apply commits or Release rolls back. PostgreSQL grants
-// row locks in the order they were asked for, so a replica that lost a
-// compare-and-swap gets its turn instead of losing again to a busier one.
-// A missing reference is not locked.
+// LockRef opens a transaction holding the reference's row (BEGIN and
+// SELECT ... FOR UPDATE, in one round trip): other batches moving it, from
+// any replica, queue behind it until the LockedRef's Apply commits (one
+// more round trip) or Release rolls back. PostgreSQL grants a row's lock in
+// the order it was asked for, so a replica waiting for its turn gets it
+// instead of losing again to a busier one. A missing reference is not
+// locked.
 func (b *Backend) LockRef(ctx context.Context, name string) (backend.LockedRef, error) {
 	if err := b.enter("lock ref"); err != nil {
 		return nil, err
 	}
-	tx, err := b.pool.BeginTx(ctx, pgx.TxOptions{})
+	conn, err := b.pool.Acquire(ctx)
 	if err != nil {
 		b.leave()
-		return nil, fmt.Errorf("pgbackend: lock ref %q: begin: %w", name, unavailable(err))
+		return nil, fmt.Errorf("pgbackend: lock ref %q: %w", name, unavailable(err))
 	}
+	var q pgx.Batch
+	q.Queue("BEGIN")
+	q.Queue(`SELECT value FROM floe_refs WHERE name = $1 FOR UPDATE`, []byte(name))
+	br := conn.SendBatch(ctx, &q)
+	_, err = br.Exec()
 	var v []byte
-	err = tx.QueryRow(ctx, `SELECT value FROM floe_refs WHERE name = $1 FOR UPDATE`, []byte(name)).Scan(&v)
+	if err == nil {
+		err = br.QueryRow().Scan(&v)
+	}
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		v = nil
-	case err != nil:
-		rollback(ctx, tx)
-		b.leave()
-		return nil, fmt.Errorf("pgbackend: lock ref %q: %w", name, unavailable(err))
-	default:
+		v, err = nil, nil
+	case err == nil:
 		v = nonNil(v)
 	}
-	return &lockedRef{b: b, tx: tx, value: v}, nil
+	err = errors.Join(err, br.Close())
+	if err != nil {
+		end(conn)
+		b.leave()
+		return nil, fmt.Errorf("pgbackend: lock ref %q: %w", name, unavailable(err))
+	}
+	return &lockedRef{b: b, conn: conn, value: v}, nil
 }
 
-// lockedRef is a transaction holding one ref's row. It keeps the backend
-// entered (Close waits for it) until Apply or Release.
+// lockedRef is a connection in a transaction holding one ref's row. It
+// keeps the backend entered (Close waits for it) until Apply or Release.
 type lockedRef struct {
 	b     *Backend
-	tx    pgx.Tx
+	conn  *pgxpool.Conn
 	value []byte
 	once  sync.Once
 }
@@ -66,10 +77,11 @@ func (l *lockedRef) Apply(ctx context.Context, batch backend.Batch) error {
 		defer l.b.leave()
 		var p *planned
 		if p, err = plan(batch); err != nil {
-			rollback(ctx, l.tx)
+			end(l.conn)
 			return
 		}
-		err = l.b.applyTx(ctx, l.tx, p)
+		err = l.b.pipeline(ctx, l.conn, p, false)
+		l.conn.Release()
 		for attempt := 1; err != nil && retryable(err) && attempt < maxAttempts; attempt++ {
 			if perr := pause(ctx, attempt); perr != nil {
 				return
@@ -85,13 +97,16 @@ func (l *lockedRef) Apply(ctx context.Context, batch backend.Batch) error {
 
 func (l *lockedRef) Release() {
 	l.once.Do(func() {
-		rollback(context.Background(), l.tx)
+		end(l.conn)
 		l.b.leave()
 	})
 }
 
-func rollback(ctx context.Context, tx pgx.Tx) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+// end rolls back conn's transaction, if any, and returns conn to the pool
+// (which drops it if it is broken).
+func end(conn *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = tx.Rollback(rctx) // only releases the connection; its error adds nothing
+	_, _ = conn.Exec(ctx, "ROLLBACK") // on a broken connection the pool drops it anyway
+	conn.Release()
 }
