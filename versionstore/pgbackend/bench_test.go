@@ -44,21 +44,37 @@ func BenchmarkCommitThroughput(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer s.Close()
-		commitParallel(b, []*versionstore.Store{s}, committers)
+		commitParallel(b, []*versionstore.Store{s}, committers, false)
 	})
 	for _, replicas := range []int{1, 3} {
 		b.Run(fmt.Sprintf("postgres-replicas=%d", replicas), func(b *testing.B) {
-			commitParallel(b, openReplicas(b, replicas), committers)
+			commitParallel(b, openReplicas(b, replicas), committers, false)
 		})
 	}
+	// Each replica commits to a branch of its own: what replicas add when
+	// their writes do not meet on one ref row.
+	b.Run("postgres-replicas=3-branches=3", func(b *testing.B) {
+		commitParallel(b, openReplicas(b, 3), committers, true)
+	})
 }
 
 // commitParallel has committers goroutines, spread over the stores, commit
-// distinct new tables to main until b.N commits are done.
-func commitParallel(b *testing.B, stores []*versionstore.Store, committers int) {
+// distinct new tables to main (or, with perStore, to a branch per store)
+// until b.N commits are done.
+func commitParallel(b *testing.B, stores []*versionstore.Store, committers int, perStore bool) {
 	ctx := b.Context()
-	if _, err := commitOn(ctx, stores[0], "main", versionstore.Operation{Kind: versionstore.OpPut, Key: versionstore.ContentKey{"ns"}, Content: &versionstore.Content{Type: versionstore.Namespace}}); err != nil {
+	res, err := commitOn(ctx, stores[0], "main", versionstore.Operation{Kind: versionstore.OpPut, Key: versionstore.ContentKey{"ns"}, Content: &versionstore.Content{Type: versionstore.Namespace}})
+	if err != nil {
 		b.Fatal(err)
+	}
+	branch := func(int) string { return "main" }
+	if perStore {
+		branch = func(i int) string { return fmt.Sprintf("replica-%d", i) }
+		for i := range stores {
+			if _, err := stores[0].CreateRef(ctx, versionstore.CreateRefRequest{Name: branch(i), Type: versionstore.Branch, Target: res.Commit.Hash, Principal: "bench"}); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 	var (
 		next   atomic.Int64
@@ -69,10 +85,10 @@ func commitParallel(b *testing.B, stores []*versionstore.Store, committers int) 
 	b.ResetTimer()
 	for c := range committers {
 		wg.Go(func() {
-			s := stores[c%len(stores)]
+			s, br := stores[c%len(stores)], branch(c%len(stores))
 			for i := 0; next.Add(1) <= int64(b.N); i++ {
 				start := time.Now()
-				if _, err := commitOn(ctx, s, "main", putTable(fmt.Sprintf("c%02d-%08d", c, i))); err != nil {
+				if _, err := commitOn(ctx, s, br, putTable(fmt.Sprintf("c%02d-%08d", c, i))); err != nil {
 					failed.Add(1)
 					b.Logf("committer %d: %v", c, err)
 					continue
