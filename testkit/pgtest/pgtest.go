@@ -115,11 +115,29 @@ func Start() (*Cluster, error) {
 			err = c.StartServer()
 		}
 		if err == nil {
+			c.watch()
 			return c, nil
 		}
 		if attempt == 3 {
 			return nil, errors.Join(err, os.RemoveAll(c.dir))
 		}
+	}
+}
+
+// watch starts a watchdog process that stops the server and removes the
+// cluster's files once this process is gone, however it ended: a test
+// binary that panics or is killed never reaches Stop, and PostgreSQL,
+// started by pg_ctl, would outlive it. It runs in its own process group,
+// so a ^C to the test does not take it down first, and as the cluster's
+// user, so it can run pg_ctl.
+func (c *Cluster) watch() {
+	script := `while [ -d /proc/` + strconv.Itoa(os.Getpid()) + ` ]; do sleep 2; done
+if [ -d "$1/data" ]; then "$2/pg_ctl" -D "$1/data" -m immediate -w stop >/dev/null 2>&1; fi
+rm -rf "$1"`
+	cmd := exec.Command("/bin/sh", "-c", script, "pgtest-watchdog", c.dir, c.bin)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: c.cred}
+	if err := cmd.Start(); err == nil {
+		_ = cmd.Process.Release()
 	}
 }
 

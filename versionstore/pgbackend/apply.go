@@ -365,19 +365,25 @@ func (b *Backend) resolveOutcome(p *planned, commitErr error) error {
 		}
 		var v []byte
 		err := b.pool.QueryRow(ctx, `SELECT value FROM floe_refs WHERE name = $1`, []byte(u.Name)).Scan(&v)
+		notWritten := fmt.Errorf("pgbackend: apply: the commit was not written: %w", commitErr)
 		switch {
+		case errors.Is(err, pgx.ErrNoRows) && u.New == nil:
+			return nil // absent, as this batch leaves it
+		case errors.Is(err, pgx.ErrNoRows) && u.Expected == nil:
+			return notWritten
 		case errors.Is(err, pgx.ErrNoRows):
-			if u.New == nil {
-				return nil
-			}
-			return fmt.Errorf("pgbackend: apply: commit was lost: %w", commitErr)
+			return unknown // deleted by someone since, after us or instead of us
 		case err != nil:
 			continue // the database is not back yet
 		case u.New != nil && bytes.Equal(v, u.New):
+			// Ref values name fresh commits, so only this batch can
+			// have put this one there.
 			b.logger.Info("commit confirmed after its answer was lost", "ref", u.Name)
 			return nil
+		case u.Expected != nil && bytes.Equal(v, u.Expected):
+			return notWritten
 		default:
-			return fmt.Errorf("pgbackend: apply: commit was lost: %w", commitErr)
+			return unknown // moved on since: by us first, or instead of us
 		}
 	}
 }
