@@ -35,18 +35,24 @@ func TestMain(m *testing.M) {
 
 // lake is n floe replicas over one database and one warehouse.
 type lake struct {
-	t        *testing.T
+	t        testing.TB
 	dsn      string
 	wh       string // the shared warehouse's file:// URL
 	replicas []*testserver.Server
 }
 
-func newLake(t *testing.T, n int) *lake {
+func newLake(t testing.TB, n int) *lake {
 	c := pgtest.Need(t, cluster)
 	dsn, err := c.Schema(t.Context(), pgtest.SchemaName(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newLakeOn(t, dsn, n)
+}
+
+// newLakeOn starts n replicas over the store dsn names ("" is Pebble, for
+// one replica only).
+func newLakeOn(t testing.TB, dsn string, n int) *lake {
 	whDir := filepath.Join(t.TempDir(), "warehouse")
 	l := &lake{t: t, dsn: dsn, wh: (&url.URL{Scheme: "file", Path: filepath.ToSlash(whDir)}).String()}
 	for range n {
