@@ -264,10 +264,11 @@ const maxBackendRetries = 8
 
 // maxSharedRetries replaces maxBackendRetries on a shared backend
 // (backend.Shared), where other replicas moving a busy branch is the
-// normal case rather than an accident: with three replicas each keeping a
-// round in flight, a round loses its compare-and-swap about two times in
-// three, and eight losses in a row happened to about one round in twenty
-// in TestReplicasConcurrentDistinctKeys (pgbackend).
+// normal case rather than an accident: before rounds retried under the
+// ref's row lock (backend.RefLocker), eight optimistic losses in a row
+// failed commits in TestReplicasConcurrentDistinctKeys (pgbackend). Under
+// the lock a retry loses again only if the ref was created or deleted
+// meanwhile, so the bound matters for backends without one.
 const maxSharedRetries = 64
 
 func (s *Store) maxRetries() int {
