@@ -24,6 +24,11 @@ FUZZTIME     ?= 20s
 
 .PHONY: build run test bench bench-peers lint fuzz clean
 
+# The PostgreSQL tests (versionstore/pgbackend, testkit/replicas) start a
+# private cluster; `make test` installs PostgreSQL first (pgtest/install.sh)
+# and makes its absence a failure rather than a skip.
+test: export FLOE_REQUIRE_POSTGRES := 1
+
 ## build: compile the floe binary into bin/floe
 build:
 	@# A fresh clone compiles in silence for minutes: say so once.
@@ -38,6 +43,7 @@ run: build
 
 ## test: fetch modules, vet, then run every test with the race detector
 test: build
+	bash testkit/pgtest/install.sh
 	$(GO) mod download
 	$(GO) vet ./...
 	$(GO) test -race -shuffle=on -timeout $(TEST_TIMEOUT) ./...

@@ -27,6 +27,11 @@ type Config struct {
 	// DataDir holds the embedded Pebble version store; created if
 	// missing. "" means DefaultDataDir.
 	DataDir string
+	// Store selects the version store's backend: "" or "pebble:DIR" is
+	// the embedded Pebble store (in DIR, else DataDir); a postgres:// or
+	// postgresql:// URL is a PostgreSQL database shared with other
+	// replicas (versionstore/pgbackend). See ParseStore.
+	Store string
 	// StoreCacheBytes bounds the version store's cache of decoded
 	// objects (versionstore.Options.CacheBytes); 0 means the store's
 	// default.

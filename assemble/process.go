@@ -113,7 +113,7 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	// One registry for every service's metrics, served on /metrics.
 	registry := prometheus.NewRegistry()
 
-	if err := p.openStore(ctx, cfg.DataDir, cfg.StoreCacheBytes); err != nil {
+	if err := p.openStoreOf(ctx, cfg); err != nil {
 		return nil, &ServiceError{Service: "version store", Err: err}
 	}
 	if err := createWarehouseDirs(cfg.Iceberg.Warehouses); err != nil {

@@ -1,6 +1,7 @@
 package versionstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,7 +31,17 @@ type refQueue struct {
 	// chain remembers recent heads of the reference, which spares most
 	// rebased commits a walk through history. Only the committer uses it.
 	chain headChain
+	// contendedUntil is set, on a shared backend that can lock refs,
+	// when a round lost its compare-and-swap to another replica: until
+	// then rounds wait for the ref's row lock before writing (see start),
+	// rather than be sent optimistically and lose their place in the
+	// database's queue for the row. Only the committer uses it.
+	contendedUntil time.Time
 }
+
+// contendedFor is how long a ref stays contended after a lost
+// compare-and-swap.
+const contendedFor = time.Second
 
 // headChain is a bounded set of commits the reference moved through by
 // descent (commits, merges, transplants). Every member is an ancestor of
@@ -182,6 +193,17 @@ func (s *Store) runQueue(name string, q *refQueue) {
 			if round == nil {
 				return // the queue was idle and is gone
 			}
+			if s.shared {
+				// Another replica may have moved the ref since this
+				// committer last wrote it: start from the stored head
+				// rather than lose the first compare-and-swap.
+				if err := s.reloadRef(name); err != nil {
+					p := &preparedRound{round: round}
+					s.failRound(name, q, p, err)
+					p.deliver()
+					continue
+				}
+			}
 			p := s.prepareRound(name, q, s.refs.get(name), nil)
 			p.add(round)
 			inflight = s.launch(p)
@@ -251,6 +273,22 @@ func (s *Store) launch(p *preparedRound) *preparedRound {
 // process moved the reference.
 const maxBackendRetries = 8
 
+// maxSharedRetries replaces maxBackendRetries on a shared backend
+// (backend.Shared), where other replicas moving a busy branch is the
+// normal case rather than an accident: before rounds retried under the
+// ref's row lock (backend.RefLocker), eight optimistic losses in a row
+// failed commits in TestReplicasConcurrentDistinctKeys (pgbackend). Under
+// the lock a retry loses again only if the ref was created or deleted
+// meanwhile, so the bound matters for backends without one.
+const maxSharedRetries = 64
+
+func (s *Store) maxRetries() int {
+	if s.shared {
+		return maxSharedRetries
+	}
+	return maxBackendRetries
+}
+
 // backendRetryPause is how long the committer waits before its n-th retry
 // (n from 1) after another process moved the reference: uniformly random
 // up to 1ms·2^(n-1), at most 64ms, so that replicas contending for one
@@ -280,6 +318,17 @@ type preparedRound struct {
 	commits    int
 	done       chan struct{} // closed when Apply returned
 	err        error         // Apply's outcome, once done is closed
+
+	// apply, if set, writes the batch instead of the backend's Apply:
+	// a LockedRef's, after a lost compare-and-swap.
+	apply func(context.Context, backend.Batch) error
+	// held is the ref's row lock when start found the ref moved.
+	held backend.LockedRef
+}
+
+// sameValue compares ref values, nil (absent) apart from empty.
+func sameValue(a, b []byte) bool {
+	return (a == nil) == (b == nil) && bytes.Equal(a, b)
 }
 
 func (p *preparedRound) changed() bool { return len(p.log) > 0 }
@@ -311,9 +360,35 @@ func (p *preparedRound) batch() backend.Batch {
 func (p *preparedRound) start() {
 	p.seal()
 	p.done = make(chan struct{})
+	locker, _ := p.s.be.(backend.RefLocker)
+	locking := p.apply == nil && locker != nil && p.s.shared && time.Now().Before(p.q.contendedUntil)
 	go func() {
 		writing := time.Now()
-		p.err = p.s.be.Apply(context.Background(), p.batch())
+		apply := p.s.be.Apply
+		if p.apply != nil {
+			apply = p.apply
+		}
+		b := p.batch()
+		if locking {
+			held, err := locker.LockRef(context.Background(), p.name)
+			switch {
+			case err != nil:
+				p.err = err
+			case !sameValue(held.Value(), b.Refs[0].Expected):
+				// Another replica moved the ref: complete rebases the
+				// round under this lock.
+				p.held = held
+				p.err = fmt.Errorf("ref %q moved: %w", p.name, backend.ErrRefConflict)
+			default:
+				apply = held.Apply
+			}
+			if p.err != nil {
+				p.traceDurable(writing)
+				close(p.done)
+				return
+			}
+		}
+		p.err = apply(context.Background(), b)
 		p.traceDurable(writing)
 		if p.err == nil {
 			p.ov.publish()
@@ -434,6 +509,16 @@ func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 	defer p.deliver()
 	err := p.wait()
 	round, retries := p.round, 0
+	var held backend.LockedRef // the ref's row, held for the next redo
+	defer func() {
+		// A lock still held here was never handed to a redo's Apply.
+		for _, h := range []backend.LockedRef{held, p.held} {
+			if h != nil {
+				h.Release()
+			}
+		}
+		p.held = nil
+	}()
 	for err != nil {
 		var rc *backend.RecordConflictError
 		switch {
@@ -445,9 +530,25 @@ func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 			if round, failed = failRecordCheckers(round, rc.Key); !failed {
 				return s.failRound(name, q, p, err)
 			}
-		case errors.Is(err, backend.ErrRefConflict) && retries < maxBackendRetries:
+		case errors.Is(err, backend.ErrRefConflict) && retries < s.maxRetries():
 			retries++
 			s.stats.BackendRetries.Add(1)
+			if locker, ok := s.be.(backend.RefLocker); ok && s.shared {
+				// Wait for our turn on the ref's row, behind the other
+				// replicas' batches, and rebase on the head it holds:
+				// nobody can move it before this round is written.
+				q.contendedUntil = time.Now().Add(contendedFor)
+				if p.held != nil {
+					held, p.held = p.held, nil
+					err = s.adoptLocked(name, held)
+				} else {
+					held, err = s.lockRef(locker, name)
+				}
+				if err != nil {
+					return s.failRound(name, q, p, err)
+				}
+				break
+			}
 			// Another process is committing to this ref right now; reloading
 			// at once mostly reads a head its next batch is about to replace,
 			// so the round would lose every retry in a row. A random pause,
@@ -463,7 +564,13 @@ func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 		redo := s.prepareRound(name, q, s.refs.get(name), nil)
 		redo.add(round)
 		if !redo.changed() {
+			if held != nil {
+				held.Release()
+			}
 			return false
+		}
+		if held != nil {
+			redo.apply, held = held.Apply, nil // Apply releases the lock
 		}
 		redo.start()
 		if err = redo.wait(); err == nil {
@@ -524,6 +631,36 @@ func (s *Store) reloadRef(name string) error {
 	}
 	r, err := decodeRef(raw)
 	if err != nil {
+		return err
+	}
+	s.refs.set(name, r)
+	return nil
+}
+
+// lockRef holds the reference in a shared backend and sets the mirror to
+// the value it holds.
+func (s *Store) lockRef(locker backend.RefLocker, name string) (backend.LockedRef, error) {
+	held, err := locker.LockRef(context.Background(), name)
+	if err != nil {
+		return nil, fmt.Errorf("lock reference %q: %w", name, err)
+	}
+	if err := s.adoptLocked(name, held); err != nil {
+		return nil, err
+	}
+	return held, nil
+}
+
+// adoptLocked sets the mirror to the value a held ref lock read; on error
+// it releases the lock.
+func (s *Store) adoptLocked(name string, held backend.LockedRef) error {
+	raw := held.Value()
+	if raw == nil {
+		s.refs.set(name, nil)
+		return nil
+	}
+	r, err := decodeRef(raw)
+	if err != nil {
+		held.Release()
 		return err
 	}
 	s.refs.set(name, r)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/floe-catalog/floe/versionstore/backend"
 )
 
 // Errors callers branch on; returned errors wrap them with the names and
@@ -31,6 +33,9 @@ var (
 	ErrForbidden = errors.New("operation not allowed")
 	// ErrClosed reports use of a closed store.
 	ErrClosed = errors.New("version store closed")
+	// ErrUnavailable reports that the backend's storage could not be
+	// reached (a shared database down or restarting); try again later.
+	ErrUnavailable = backend.ErrUnavailable
 )
 
 // ConflictType classifies a conflict, with Nessie's names.

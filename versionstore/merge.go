@@ -311,7 +311,11 @@ func (s *Store) planAndWrite(ctx context.Context, target string, o planOptions, 
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		scratch := &refTxn{s: s, name: target, ref: s.refs.get(target), ov: newOverlay(s, nil)}
+		base, err := s.planBase(ctx, target)
+		if err != nil {
+			return nil, err
+		}
+		scratch := &refTxn{s: s, name: target, ref: base, ov: newOverlay(s, nil)}
 		p, err := plan(ctx, scratch)
 		if err != nil {
 			var cr *conflictResult

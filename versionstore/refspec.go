@@ -56,7 +56,7 @@ func (s *Store) Resolve(ctx context.Context, expr string) (*Resolved, error) {
 		if err := ValidateRefName(name); err != nil {
 			return nil, err
 		}
-		r, err := s.GetRef(name)
+		r, err := s.getRef(ctx, name)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package versionstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -45,6 +46,10 @@ type Store struct {
 	refs     *refMirror
 	maxGroup int
 	tracer   trace.Tracer // see tracing.go
+	// shared is set when other processes write the backend too
+	// (backend.Shared): refs is then only the committers' working copy,
+	// and every read of a reference goes to the backend; see sharedRefs.
+	shared bool
 
 	queuesMu sync.Mutex
 	queues   map[string]*refQueue
@@ -90,6 +95,9 @@ func Open(ctx context.Context, be backend.Backend, opts Options) (*Store, error)
 		queues:   map[string]*refQueue{},
 		tracer:   tracerOf(opts.TracerProvider),
 	}
+	if sh, ok := be.(backend.Shared); ok && sh.Shared() {
+		s.shared = true
+	}
 	refs, err := s.loadRefs(ctx)
 	if err != nil {
 		return nil, err
@@ -103,10 +111,17 @@ func Open(ctx context.Context, be backend.Backend, opts Options) (*Store, error)
 			Refs: []backend.RefUpdate{{Name: r.Name, New: r.raw}},
 			Log:  [][]byte{entry},
 		})
-		if err != nil {
+		switch {
+		case errors.Is(err, backend.ErrRefConflict) && s.shared:
+			// Another replica initialised the shared store first.
+			if refs, err = s.loadRefs(ctx); err != nil {
+				return nil, err
+			}
+		case err != nil:
 			return nil, fmt.Errorf("initialise default branch: %w", err)
+		default:
+			refs = []*Ref{r}
 		}
-		refs = []*Ref{r}
 	}
 	s.refs = newRefMirror(refs)
 	if s.refs.get(DefaultBranch) == nil {
@@ -150,9 +165,9 @@ func (s *Store) Check(ctx context.Context) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	r := s.refs.get(DefaultBranch)
-	if r == nil {
-		return fmt.Errorf("default branch %q: %w", DefaultBranch, ErrReferenceNotFound)
+	r, err := s.getRef(ctx, DefaultBranch)
+	if err != nil {
+		return fmt.Errorf("default branch %q: %w", DefaultBranch, err)
 	}
 	if _, err := s.commit(ctx, r.Head); err != nil {
 		return fmt.Errorf("read head of %q: %w", DefaultBranch, err)
@@ -165,6 +180,13 @@ func (s *Store) Stats() *Stats { return &s.stats }
 
 // GetRef returns a reference by name.
 func (s *Store) GetRef(name string) (*Ref, error) {
+	return s.getRef(context.Background(), name)
+}
+
+func (s *Store) getRef(ctx context.Context, name string) (*Ref, error) {
+	if s.shared {
+		return s.readSharedRef(ctx, name)
+	}
 	if r := s.refs.get(name); r != nil {
 		return r, nil
 	}
@@ -172,7 +194,12 @@ func (s *Store) GetRef(name string) (*Ref, error) {
 }
 
 // ListRefs returns every reference, ordered by name.
-func (s *Store) ListRefs() []*Ref { return s.refs.list() }
+func (s *Store) ListRefs() []*Ref {
+	if s.shared {
+		return s.listSharedRefs()
+	}
+	return s.refs.list()
+}
 
 // ReadCommit returns one commit. NoAncestor reads as an empty root.
 func (s *Store) ReadCommit(ctx context.Context, h Hash) (*Commit, error) {

@@ -114,6 +114,7 @@ func newServeCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.HTTP.Addr, "addr", cfg.HTTP.Addr, "TCP address to listen on; port 0 picks a free port")
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the embedded version store")
+	f.StringVar(&cfg.Store, "store", "", "version store backend: pebble:DIR (the default, in --data-dir) or a postgres://user@host/db URL shared by several replicas; give the URL in FLOE_STORE to keep a password off the command line")
 	f.StringVar(&warehouse, "warehouse", warehouse, "root directory for table data")
 	wf.register(f)
 	f.StringSliceVar(&allowedLocations, "allowed-location", nil, "extra location prefix (a directory, file:// or s3:// URL) clients may place tables and views under besides the warehouse, as Polaris's allowed locations; repeatable, comma-separated in the environment; never a file system root")

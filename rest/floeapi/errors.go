@@ -85,7 +85,7 @@ func classify(err error) *apiError {
 	case errors.Is(err, versionstore.ErrInvalid), errors.Is(err, versionstore.ErrNotABranch),
 		errors.Is(err, versionstore.ErrForbidden):
 		return &apiError{status: http.StatusBadRequest, code: CodeBadRequest, msg: err.Error(), err: err}
-	case errors.Is(err, versionstore.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, versionstore.ErrClosed), errors.Is(err, versionstore.ErrUnavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &apiError{status: http.StatusServiceUnavailable, code: CodeUnavailable, msg: err.Error(), err: err}
 	}
 	if de, ok := errors.AsType[*authz.DeniedError](err); ok {

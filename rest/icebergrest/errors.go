@@ -112,6 +112,8 @@ func classify(err error) *apiError {
 		return &apiError{status: http.StatusForbidden, typ: typeForbidden, msg: err.Error(), cause: err}
 	case errors.Is(err, versionstore.ErrClosed):
 		return &apiError{status: http.StatusServiceUnavailable, typ: typeServiceUnavailable, msg: "the catalog is shutting down", cause: err}
+	case errors.Is(err, versionstore.ErrUnavailable):
+		return &apiError{status: http.StatusServiceUnavailable, typ: typeServiceUnavailable, msg: "the catalog's database is unavailable; try again later", cause: err}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &apiError{status: http.StatusServiceUnavailable, typ: typeServiceUnavailable, msg: "request cancelled or timed out", cause: err}
 	}

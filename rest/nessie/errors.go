@@ -110,7 +110,7 @@ func classify(err error) *apiError {
 	case errors.Is(err, versionstore.ErrInvalid), errors.Is(err, versionstore.ErrNotABranch),
 		errors.Is(err, versionstore.ErrForbidden):
 		return &apiError{status: http.StatusBadRequest, code: codeBadRequest, msg: err.Error(), err: err}
-	case errors.Is(err, versionstore.ErrClosed):
+	case errors.Is(err, versionstore.ErrClosed), errors.Is(err, versionstore.ErrUnavailable):
 		return &apiError{status: http.StatusServiceUnavailable, code: codeServiceUnavailable, msg: err.Error(), err: err}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &apiError{status: http.StatusServiceUnavailable, code: codeServiceUnavailable, msg: err.Error(), err: err}

@@ -47,6 +47,10 @@ type Options struct {
 	Routes []server.Mount
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
+	// Store, if set, selects the version store's backend as `floe serve
+	// --store` does (a postgres:// URL makes the server one of several
+	// replicas over that database); "" is Pebble in Dir.
+	Store string
 }
 
 // Server is one running server.
@@ -102,6 +106,7 @@ func Start(t testing.TB, opts Options) *Server {
 	if opts.Maintenance != nil {
 		opts.Maintenance(&cfg.Maintenance)
 	}
+	cfg.Store = opts.Store
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

@@ -24,6 +24,12 @@ var (
 	ErrRefConflict = errors.New("reference changed concurrently")
 	// ErrClosed reports use of a closed backend.
 	ErrClosed = errors.New("backend closed")
+	// ErrUnavailable reports that the storage could not be reached (a
+	// database down or restarting, its connections refused or broken):
+	// the operation may succeed if tried again later. An Apply failing
+	// with it wrote nothing, unless the error also says its outcome is
+	// unknown.
+	ErrUnavailable = errors.New("storage unavailable")
 	// ErrRecordNotFound reports a missing record.
 	ErrRecordNotFound = errors.New("record not found")
 	// ErrRecordConflict reports that a record did not hold the value a
@@ -154,4 +160,37 @@ type Backend interface {
 
 	// Close releases the backend. Pending Apply calls finish first.
 	Close() error
+}
+
+// Shared is implemented by a backend that other processes may write at the
+// same time, such as a SQL database behind several floe replicas. The
+// version store then treats its in-memory mirror of the references as a
+// hint only: it reads a reference's head from the backend whenever it
+// resolves one, and rebases a group-commit round whose compare-and-swap
+// another process won. A backend owned by one process (Pebble) does not
+// implement it, or returns false.
+type Shared interface {
+	Shared() bool
+}
+
+// RefLocker is implemented by a shared backend that can hold one reference
+// against every other writer, in any process, while the caller computes the
+// batch that moves it. The version store uses it after losing a
+// compare-and-swap to another replica: optimistic first, then a turn in the
+// database's queue for the row, so a round cannot lose to the same busy
+// replicas over and over.
+type RefLocker interface {
+	LockRef(ctx context.Context, name string) (LockedRef, error)
+}
+
+// LockedRef is a reference held by LockRef. Until Apply or Release, no
+// other batch can change it; a missing reference is not held (a concurrent
+// create is then refused by Apply's compare-and-swap as usual).
+type LockedRef interface {
+	// Value is the reference's value when it was locked; nil if absent.
+	Value() []byte
+	// Apply writes the batch as Backend.Apply does, and releases the lock.
+	Apply(ctx context.Context, b Batch) error
+	// Release gives the lock up without writing anything.
+	Release()
 }

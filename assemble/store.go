@@ -1,0 +1,65 @@
+package assemble
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/floe-catalog/floe/versionstore"
+	"github.com/floe-catalog/floe/versionstore/pgbackend"
+)
+
+// StoreKind is a version-store backend Config.Store can select.
+type StoreKind string
+
+// The backends.
+const (
+	StorePebble   StoreKind = "pebble"
+	StorePostgres StoreKind = "postgres"
+)
+
+// ParseStore reads Config.Store: "" or "pebble:DIR" (DIR "" keeps
+// dataDir) is Pebble in that directory; a postgres:// or postgresql://
+// URL, or "postgres:" followed by a key=value DSN, is PostgreSQL. It
+// returns the kind and the directory or DSN.
+func ParseStore(store, dataDir string) (StoreKind, string, error) {
+	switch {
+	case store == "":
+		return StorePebble, dataDir, nil
+	case strings.HasPrefix(store, "pebble:"):
+		if dir := strings.TrimPrefix(store, "pebble:"); dir != "" {
+			return StorePebble, dir, nil
+		}
+		return StorePebble, dataDir, nil
+	case strings.HasPrefix(store, "postgres://"), strings.HasPrefix(store, "postgresql://"):
+		return StorePostgres, store, nil
+	case strings.HasPrefix(store, "postgres:"):
+		return StorePostgres, strings.TrimPrefix(store, "postgres:"), nil
+	}
+	// The value may hold a password: do not echo it.
+	return "", "", errors.New("unknown store: want pebble:DIR or a postgres:// URL")
+}
+
+// openStoreOf opens the version store cfg.Store selects.
+func (p *Process) openStoreOf(ctx context.Context, cfg Config) error {
+	kind, where, err := ParseStore(cfg.Store, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	if kind == StorePebble {
+		return p.openStore(ctx, where, cfg.StoreCacheBytes)
+	}
+	be, err := pgbackend.Open(ctx, where, pgbackend.Options{Logger: p.logger})
+	if err != nil {
+		return fmt.Errorf("opening the PostgreSQL store backend: %w", err)
+	}
+	store, err := versionstore.Open(ctx, be, versionstore.Options{Logger: p.logger, CacheBytes: cfg.StoreCacheBytes})
+	if err != nil {
+		return errors.Join(fmt.Errorf("opening version store on PostgreSQL: %w", err), be.Close())
+	}
+	p.store = store
+	p.logger.Info("version store open", "backend", "postgres", "schema_version", pgbackend.SchemaVersion())
+	p.onClose("version store", store.Close)
+	return nil
+}

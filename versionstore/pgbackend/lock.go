@@ -1,0 +1,112 @@
+package pgbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/floe-catalog/floe/versionstore/backend"
+)
+
+var _ backend.RefLocker = (*Backend)(nil)
+
+// LockRef opens a transaction holding the reference's row (BEGIN and
+// SELECT ... FOR UPDATE, in one round trip): other batches moving it, from
+// any replica, queue behind it until the LockedRef's Apply commits (one
+// more round trip) or Release rolls back. PostgreSQL grants a row's lock in
+// the order it was asked for, so a replica waiting for its turn gets it
+// instead of losing again to a busier one. A missing reference is not
+// locked.
+func (b *Backend) LockRef(ctx context.Context, name string) (backend.LockedRef, error) {
+	if err := b.enter("lock ref"); err != nil {
+		return nil, err
+	}
+	conn, err := b.pool.Acquire(ctx)
+	if err != nil {
+		b.leave()
+		return nil, fmt.Errorf("pgbackend: lock ref %q: %w", name, unavailable(err))
+	}
+	var q pgx.Batch
+	q.Queue("BEGIN")
+	q.Queue(`SELECT value FROM floe_refs WHERE name = $1 FOR UPDATE`, []byte(name))
+	br := conn.SendBatch(ctx, &q)
+	_, err = br.Exec()
+	var v []byte
+	if err == nil {
+		err = br.QueryRow().Scan(&v)
+	}
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		v, err = nil, nil
+	case err == nil:
+		v = nonNil(v)
+	}
+	err = errors.Join(err, br.Close())
+	if err != nil {
+		end(conn)
+		b.leave()
+		return nil, fmt.Errorf("pgbackend: lock ref %q: %w", name, unavailable(err))
+	}
+	return &lockedRef{b: b, conn: conn, value: v}, nil
+}
+
+// lockedRef is a connection in a transaction holding one ref's row. It
+// keeps the backend entered (Close waits for it) until Apply or Release.
+type lockedRef struct {
+	b     *Backend
+	conn  *pgxpool.Conn
+	value []byte
+	once  sync.Once
+}
+
+func (l *lockedRef) Value() []byte { return l.value }
+
+// Apply writes the batch in the locked transaction. Should the database
+// abort it for a serialization failure or deadlock, the batch is applied
+// again as Backend.Apply would, by compare-and-swap alone.
+func (l *lockedRef) Apply(ctx context.Context, batch backend.Batch) error {
+	done := false
+	var err error
+	l.once.Do(func() {
+		done = true
+		defer l.b.leave()
+		var p *planned
+		if p, err = plan(batch); err != nil {
+			end(l.conn)
+			return
+		}
+		err = l.b.pipeline(ctx, l.conn, p, false)
+		l.conn.Release()
+		for attempt := 1; err != nil && retryable(err) && attempt < maxAttempts; attempt++ {
+			if perr := pause(ctx, attempt); perr != nil {
+				return
+			}
+			err = l.b.applyOnce(ctx, p)
+		}
+	})
+	if !done {
+		return errors.New("pgbackend: apply on a released ref lock")
+	}
+	return unavailable(err)
+}
+
+func (l *lockedRef) Release() {
+	l.once.Do(func() {
+		end(l.conn)
+		l.b.leave()
+	})
+}
+
+// end rolls back conn's transaction, if any, and returns conn to the pool
+// (which drops it if it is broken).
+func end(conn *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = conn.Exec(ctx, "ROLLBACK") // on a broken connection the pool drops it anyway
+	conn.Release()
+}
