@@ -8,13 +8,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-catalog/floe/classify"
 	"github.com/floe-catalog/floe/icebergtable"
+	"github.com/floe-catalog/floe/testkit/lakescenario"
 	"github.com/floe-catalog/floe/testkit/testserver"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -42,8 +42,8 @@ func BenchmarkClassify(b *testing.B) {
 		b.Fatal(err)
 	}
 	id := catalog.ToIdentifier("ns", "t")
-	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "day", Transform: iceberg.DayTransform{}})
-	tbl, err := mainCat.CreateTable(ctx, id, testSchema, catalog.WithPartitionSpec(&spec))
+	spec := lakescenario.DaySpec()
+	tbl, err := mainCat.CreateTable(ctx, id, lakescenario.Schema, catalog.WithPartitionSpec(&spec))
 	if err != nil {
 		b.Fatal(err)
 	}

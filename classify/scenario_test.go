@@ -4,7 +4,10 @@ package classify_test
 // stories over real Iceberg tables: iceberg-go writes them through a real
 // floe server (on catalog branches lake@BRANCH), and the classifier reads
 // what the version store holds at the merge base and both heads.
-// testdata/README.md describes the language.
+// testdata/README.md describes the language; the commands that make
+// and write tables (table, branch, append, delete, alter, drop, and
+// compact's new file) are testkit/lakescenario's, shared with the
+// mergeengine and mergecheck scenarios.
 //
 // Rewrite the expected outputs after a deliberate change of behavior with
 //
@@ -14,22 +17,15 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/catalog"
-	"github.com/apache/iceberg-go/catalog/rest"
-	"github.com/apache/iceberg-go/table"
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/floe-catalog/floe/classify"
 	"github.com/floe-catalog/floe/icebergtable"
+	"github.com/floe-catalog/floe/testkit/lakescenario"
 	"github.com/floe-catalog/floe/testkit/testserver"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -44,19 +40,9 @@ func TestScenarios(t *testing.T) {
 	})
 }
 
-// testSchema is every scenario table's schema: ts is partitioned by day
-// (partition field "day"), n is there to be promoted and renamed.
-var testSchema = iceberg.NewSchema(0,
-	iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-	iceberg.NestedField{ID: 2, Name: "ts", Type: iceberg.PrimitiveTypes.Timestamp, Required: true},
-	iceberg.NestedField{ID: 3, Name: "n", Type: iceberg.PrimitiveTypes.Int32},
-)
-
 type scenario struct {
 	srv      *testserver.Server
-	cats     map[string]*rest.Catalog
-	nextID   int64
-	scratch  int
+	lake     *lakescenario.Lake
 	classify *classify.Classifier
 }
 
@@ -66,31 +52,30 @@ func newScenario(t *testing.T) *scenario {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &scenario{srv: srv, cats: map[string]*rest.Catalog{}, classify: classify.New(wh)}
+	return &scenario{srv: srv, lake: lakescenario.New(srv), classify: classify.New(wh)}
 }
 
 func (d *scenario) run(t *testing.T, td *datadriven.TestData) string {
 	switch td.Cmd {
 	case "table":
-		d.createTable(t, td)
+		// properties=(k:v,...)
+		d.lake.CreateTable(t, td, lakescenario.Properties(lakescenario.OptArg(td, "properties", ""), ":"))
 	case "branch":
-		d.branch(t, td)
+		d.lake.Branch(t, td)
 	case "append":
-		d.appendRows(t, td)
+		d.lake.Append(t, td, d.lake.Load(t, td), nil)
 	case "delete":
-		d.delete(t, td)
+		d.lake.Delete(t, td, d.lake.Load(t, td), nil)
 	case "overwrite":
 		d.overwrite(t, td)
 	case "compact":
 		d.compact(t, td)
 	case "alter":
-		d.alter(t, td)
+		d.lake.Alter(t, td)
 	case "rollback":
 		d.rollback(t, td)
 	case "drop":
-		if err := d.catalog(t, optArg(td, "on", versionstore.DefaultBranch)).DropTable(t.Context(), ident(arg(t, td, "table"))); err != nil {
-			td.Fatalf(t, "drop: %v", err)
-		}
+		d.lake.Drop(t, td)
 	case "classify":
 		return d.classifyTable(t, td)
 	default:
@@ -99,234 +84,36 @@ func (d *scenario) run(t *testing.T, td *datadriven.TestData) string {
 	return ""
 }
 
-func (d *scenario) catalog(t *testing.T, branch string) *rest.Catalog {
-	t.Helper()
-	if c, ok := d.cats[branch]; ok {
-		return c
-	}
-	wh := "lake"
-	if branch != versionstore.DefaultBranch {
-		wh += "@" + branch
-	}
-	cat, err := rest.NewCatalog(t.Context(), "floe", d.srv.URL, rest.WithWarehouseLocation(wh))
-	if err != nil {
-		t.Fatalf("open catalog on %s: %v", wh, err)
-	}
-	t.Cleanup(func() { _ = cat.Close() })
-	d.cats[branch] = cat
-	return cat
-}
-
-func arg(t *testing.T, td *datadriven.TestData, key string) string {
-	t.Helper()
-	for _, a := range td.CmdArgs {
-		if a.Key == key {
-			return strings.Join(a.Vals, ",")
-		}
-	}
-	td.Fatalf(t, "%s: missing argument %s=", td.Cmd, key)
-	return ""
-}
-
-func optArg(td *datadriven.TestData, key, def string) string {
-	for _, a := range td.CmdArgs {
-		if a.Key == key {
-			return strings.Join(a.Vals, ",")
-		}
-	}
-	return def
-}
-
-func ident(name string) table.Identifier { return catalog.ToIdentifier(strings.Split(name, ".")...) }
-
-func (d *scenario) load(t *testing.T, td *datadriven.TestData) *table.Table {
-	t.Helper()
-	branch := optArg(td, "on", versionstore.DefaultBranch)
-	tbl, err := d.catalog(t, branch).LoadTable(t.Context(), ident(arg(t, td, "table")))
-	if err != nil {
-		td.Fatalf(t, "load %s on %s: %v", arg(t, td, "table"), branch, err)
-	}
-	return tbl
-}
-
-// table table=NS.NAME [properties=k:v,...]: a new table on main,
-// partitioned by day(ts), in a new namespace if needed.
-func (d *scenario) createTable(t *testing.T, td *datadriven.TestData) {
-	ctx := t.Context()
-	cat := d.catalog(t, versionstore.DefaultBranch)
-	id := ident(arg(t, td, "table"))
-	ns := catalog.NamespaceFromIdent(id)
-	if ok, _ := cat.CheckNamespaceExists(ctx, ns); !ok {
-		if err := cat.CreateNamespace(ctx, ns, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "day", Transform: iceberg.DayTransform{}})
-	props := iceberg.Properties{}
-	if p := optArg(td, "properties", ""); p != "" {
-		for _, kv := range strings.Split(p, ",") {
-			k, v, _ := strings.Cut(kv, ":")
-			props[k] = v
-		}
-	}
-	if _, err := cat.CreateTable(ctx, id, testSchema, catalog.WithPartitionSpec(&spec), catalog.WithProperties(props)); err != nil {
-		td.Fatalf(t, "create: %v", err)
-	}
-}
-
-// branch NAME [from=BRANCH]: a catalog branch at from's head.
-func (d *scenario) branch(t *testing.T, td *datadriven.TestData) {
-	from, err := d.srv.Store.GetRef(optArg(td, "from", versionstore.DefaultBranch))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.srv.Store.CreateRef(t.Context(), versionstore.CreateRefRequest{Name: td.CmdArgs[0].Key, Type: versionstore.Branch, Target: from.Head}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func dayStart(t *testing.T, td *datadriven.TestData) time.Time {
-	t.Helper()
-	day, err := time.Parse(time.DateOnly, arg(t, td, "day"))
-	if err != nil {
-		td.Fatalf(t, "day: %v", err)
-	}
-	return day
-}
-
-// rows makes n new rows (fresh ids) at noon of day, in tbl's current
-// schema (n may have been promoted or renamed).
-func (d *scenario) rows(t *testing.T, tbl *table.Table, day time.Time, n int) arrow.Table {
-	t.Helper()
-	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-	defer b.Release()
-	for range n {
-		d.nextID++
-		b.Field(0).(*array.Int64Builder).Append(d.nextID)
-		b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(day.Add(12 * time.Hour).UnixMicro()))
-		switch f := b.Field(2).(type) {
-		case *array.Int32Builder:
-			f.Append(int32(d.nextID))
-		case *array.Int64Builder:
-			f.Append(d.nextID)
-		}
-		for i := 3; i < sc.NumFields(); i++ {
-			b.Field(i).AppendNull()
-		}
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	return array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
-}
-
-// append on=BRANCH table=T day=D rows=N
-func (d *scenario) appendRows(t *testing.T, td *datadriven.TestData) {
-	tbl := d.load(t, td)
-	n, _ := strconv.Atoi(arg(t, td, "rows"))
-	at := d.rows(t, tbl, dayStart(t, td), n)
-	defer at.Release()
-	if _, err := tbl.AppendTable(t.Context(), at, 1024, nil); err != nil {
-		td.Fatalf(t, "append: %v", err)
-	}
-}
-
-func dayFilter(day time.Time) iceberg.BooleanExpression {
-	ts := iceberg.Reference("ts")
-	return iceberg.NewAnd(
-		iceberg.GreaterThanEqual(ts, iceberg.Timestamp(day.UnixMicro())),
-		iceberg.LessThan(ts, iceberg.Timestamp(day.Add(24*time.Hour).UnixMicro())))
-}
-
-// delete on=BRANCH table=T (day=D | id=N): a copy-on-write delete of a
-// whole day, or of one row (its file is rewritten).
-func (d *scenario) delete(t *testing.T, td *datadriven.TestData) {
-	tbl := d.load(t, td)
-	var filter iceberg.BooleanExpression
-	if id := optArg(td, "id", ""); id != "" {
-		n, _ := strconv.ParseInt(id, 10, 64)
-		filter = iceberg.EqualTo(iceberg.Reference("id"), n)
-	} else {
-		filter = dayFilter(dayStart(t, td))
-	}
-	tx := tbl.NewTransaction()
-	if err := tx.Delete(t.Context(), filter, nil); err != nil {
-		td.Fatalf(t, "delete: %v", err)
-	}
-	if _, err := tx.Commit(t.Context()); err != nil {
-		td.Fatalf(t, "delete: %v", err)
-	}
-}
-
 // overwrite on=BRANCH table=T day=D rows=N [recorded]: replaces day D's
 // rows with N new ones; recorded sets the operation record
 // (overwrite-partitions of the day, no inputs).
 func (d *scenario) overwrite(t *testing.T, td *datadriven.TestData) {
-	tbl := d.load(t, td)
-	day := dayStart(t, td)
-	n, _ := strconv.Atoi(arg(t, td, "rows"))
-	at := d.rows(t, tbl, day, n)
-	defer at.Release()
 	var record iceberg.Properties
 	if td.HasArg("recorded") {
 		// The operation record a pipeline sets (mergeengine/OPERATIONS.md).
 		record = iceberg.Properties{
-			classify.OpKind: classify.OpKindOverwritePartitions, classify.OpPartitions: "day=" + arg(t, td, "day"),
+			classify.OpKind: classify.OpKindOverwritePartitions, classify.OpPartitions: "day=" + lakescenario.Arg(t, td, "day"),
 			classify.OpSourceSnapshotIDs: "none",
 		}
 	}
-	tx := tbl.NewTransaction()
-	if err := tx.OverwriteTable(t.Context(), at, 1024, record, table.WithOverwriteFilter(dayFilter(day))); err != nil {
-		td.Fatalf(t, "overwrite: %v", err)
-	}
-	if _, err := tx.Commit(t.Context()); err != nil {
-		td.Fatalf(t, "overwrite: %v", err)
-	}
+	d.lake.Overwrite(t, td, d.lake.Load(t, td), record)
 }
 
 // compact on=BRANCH table=T day=D: rewrites day D's data files into one,
 // as a compaction job does (iceberg-go records it as an "overwrite"). The new file is
 // written by appending the day's rows to a scratch table first.
 func (d *scenario) compact(t *testing.T, td *datadriven.TestData) {
-	ctx := t.Context()
-	tbl := d.load(t, td)
-	day := dayStart(t, td)
-	scan := tbl.Scan(table.WithRowFilter(dayFilter(day)))
-	tasks, err := scan.PlanFiles(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := d.lake.Load(t, td)
+	files, file := d.lake.Compaction(t, td, tbl)
 	var old []string
-	for _, task := range tasks {
-		old = append(old, task.File.FilePath())
-	}
-	rows, err := scan.ToArrowTable(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Release()
-	d.scratch++
-	cat := d.catalog(t, optArg(td, "on", versionstore.DefaultBranch))
-	scratchID := catalog.ToIdentifier(append(catalog.NamespaceFromIdent(tbl.Identifier()), fmt.Sprintf("scratch%d", d.scratch))...)
-	scratch, err := cat.CreateTable(ctx, scratchID, tbl.Schema())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if scratch, err = scratch.AppendTable(ctx, rows, 1024, nil); err != nil {
-		t.Fatal(err)
-	}
-	stasks, err := scratch.Scan().PlanFiles(ctx)
-	if err != nil || len(stasks) != 1 {
-		t.Fatalf("scratch files: %v %d", err, len(stasks))
+	for _, f := range files {
+		old = append(old, f.FilePath())
 	}
 	tx := tbl.NewTransaction()
-	if err := tx.ReplaceDataFiles(ctx, old, []string{stasks[0].File.FilePath()}, nil); err != nil {
+	if err := tx.ReplaceDataFiles(t.Context(), old, []string{file.FilePath()}, nil); err != nil {
 		td.Fatalf(t, "compact: %v", err)
 	}
-	if _, err := tx.Commit(ctx); err != nil {
+	if _, err := tx.Commit(t.Context()); err != nil {
 		td.Fatalf(t, "compact: %v", err)
 	}
 }
@@ -334,7 +121,7 @@ func (d *scenario) compact(t *testing.T, td *datadriven.TestData) {
 // rollback on=BRANCH table=T: the table's main ref back to its first
 // snapshot.
 func (d *scenario) rollback(t *testing.T, td *datadriven.TestData) {
-	tbl := d.load(t, td)
+	tbl := d.lake.Load(t, td)
 	snaps := tbl.Metadata().Snapshots()
 	tx := tbl.NewTransaction()
 	if err := tx.RollbackToSnapshot(snaps[0].SnapshotID); err != nil {
@@ -345,56 +132,17 @@ func (d *scenario) rollback(t *testing.T, td *datadriven.TestData) {
 	}
 }
 
-// alter on=BRANCH table=T (add-column=NAME | rename=OLD:NEW | promote=n |
-// identifier=COLUMN | sort=id | spec=bucket | property=K:V)
-func (d *scenario) alter(t *testing.T, td *datadriven.TestData) {
-	tbl := d.load(t, td)
-	tx := tbl.NewTransaction()
-	var err error
-	switch a := td.CmdArgs[len(td.CmdArgs)-1]; a.Key {
-	case "add-column":
-		err = tx.UpdateSchema(true, false).AddColumn([]string{a.Vals[0]}, iceberg.PrimitiveTypes.String, "", false, nil).Commit()
-	case "rename":
-		old, nu, _ := strings.Cut(a.Vals[0], ":")
-		err = tx.UpdateSchema(true, false).RenameColumn([]string{old}, nu).Commit()
-	case "promote":
-		err = tx.UpdateSchema(true, false).UpdateColumn([]string{a.Vals[0]}, table.ColumnUpdate{
-			FieldType: iceberg.Optional[iceberg.Type]{Valid: true, Val: iceberg.PrimitiveTypes.Int64}}).Commit()
-	case "spec":
-		err = tx.UpdateSpec(true).AddField("id", iceberg.BucketTransform{NumBuckets: 4}, "id_bucket").Commit()
-	case "identifier":
-		err = tx.UpdateSchema(true, false).SetIdentifierField([][]string{{a.Vals[0]}}).Commit()
-	case "sort":
-		var order table.SortOrder
-		order, err = table.NewSortOrder(1, []table.SortField{{SourceIDs: []int{1}, Transform: iceberg.IdentityTransform{}, Direction: table.SortASC, NullOrder: table.NullsFirst}})
-		if err == nil {
-			err = tx.ReplaceSortOrder(order)
-		}
-	case "property":
-		k, v, _ := strings.Cut(a.Vals[0], ":")
-		err = tx.SetProperties(iceberg.Properties{k: v})
-	default:
-		td.Fatalf(t, "alter: unknown change %q", a.Key)
-	}
-	if err != nil {
-		td.Fatalf(t, "alter: %v", err)
-	}
-	if _, err := tx.Commit(t.Context()); err != nil {
-		td.Fatalf(t, "alter: %v", err)
-	}
-}
-
 // classify source=BRANCH target=BRANCH table=T: the classification of T
 // for a merge of source into target, from the store's values at the
 // merge base and both heads.
 func (d *scenario) classifyTable(t *testing.T, td *datadriven.TestData) string {
 	ctx := t.Context()
 	st := d.srv.Store
-	src, err := st.GetRef(arg(t, td, "source"))
+	src, err := st.GetRef(lakescenario.Arg(t, td, "source"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tgt, err := st.GetRef(arg(t, td, "target"))
+	tgt, err := st.GetRef(lakescenario.Arg(t, td, "target"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +150,7 @@ func (d *scenario) classifyTable(t *testing.T, td *datadriven.TestData) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := versionstore.ContentKey(strings.Split(arg(t, td, "table"), "."))
+	key := versionstore.ContentKey(strings.Split(lakescenario.Arg(t, td, "table"), "."))
 	at := func(h versionstore.Hash) *versionstore.Content {
 		c, err := st.GetContent(ctx, h, key)
 		if errors.Is(err, versionstore.ErrContentNotFound) {

@@ -19,25 +19,25 @@ const old = 4 * 24 * time.Hour // older than the default grace period
 // afterwards and a table dropped on main; it returns the directory of the
 // table only the deleted branch had.
 func build(l *lake) (goneDir string) {
-	l.create("main", "ns.a")
-	l.appendRows("main", "ns.a", 10)
-	l.deleteID("main", "ns.a", 3) // a position delete file
-	l.create("main", "ns.b")
-	l.appendRows("main", "ns.b", 5)
+	l.Create("main", "ns.a")
+	l.AppendRows("main", "ns.a", 10)
+	l.DeleteID("main", "ns.a", 3) // a position delete file
+	l.Create("main", "ns.b")
+	l.AppendRows("main", "ns.b", 5)
 	l.branch("dev", "main", versionstore.Branch)
-	l.appendRows("dev", "ns.a", 7)
-	l.appendRows("dev", "ns.a", 3)
-	l.create("dev", "ns.c")
-	l.appendRows("dev", "ns.c", 4)
+	l.AppendRows("dev", "ns.a", 7)
+	l.AppendRows("dev", "ns.a", 3)
+	l.Create("dev", "ns.c")
+	l.AppendRows("dev", "ns.c", 4)
 	l.branch("v1", "dev", versionstore.Tag)
-	l.drop("dev", "ns.c")             // the tag still reaches it
-	l.expireAllButLast("dev", "ns.a") // main still reaches the first snapshot
+	l.Drop("dev", "ns.c")             // the tag still reaches it
+	l.ExpireAllButLast("dev", "ns.a") // main still reaches the first snapshot
 	l.branch("tmp", "main", versionstore.Branch)
-	l.create("tmp", "ns.d")
-	l.appendRows("tmp", "ns.d", 6)
+	l.Create("tmp", "ns.d")
+	l.AppendRows("tmp", "ns.d", 6)
 	goneDir = l.tableDir("tmp", "ns.d")
 	l.deleteRef("tmp")     // nothing reaches ns.d any more
-	l.drop("main", "ns.b") // main's history still reaches it
+	l.Drop("main", "ns.b") // main's history still reaches it
 	return goneDir
 }
 
@@ -132,7 +132,7 @@ func TestDryRunThenRunDeletesOnlyWhatNoRefReaches(t *testing.T) {
 	if after[strayOld] || !after[strayYoung] {
 		t.Fatalf("old stray kept %v, young stray kept %v; want deleted and kept", after[strayOld], after[strayYoung])
 	}
-	l.scanAll()
+	l.ScanAll()
 	last, err := c.LastReport(t.Context())
 	if err != nil || last.ID != rep.ID || last.Deleted != rep.Deleted {
 		t.Fatalf("last report %+v, %v; want run %s", last, err, rep.ID)
@@ -142,7 +142,7 @@ func TestDryRunThenRunDeletesOnlyWhatNoRefReaches(t *testing.T) {
 	if err != nil || again.Deleted != 0 {
 		t.Fatalf("second run: %d deleted, %v", again.Deleted, err)
 	}
-	l.scanAll()
+	l.ScanAll()
 }
 
 // With a history rule of one commit, what only older commits reach goes:
@@ -152,7 +152,7 @@ func TestHistoryRuleLetsOldCommitsGo(t *testing.T) {
 	l := newLake(t)
 	build(l)
 	bDir := l.tableDir("dev", "ns.b")
-	l.drop("dev", "ns.b") // now only history and the tag reach it
+	l.Drop("dev", "ns.b") // now only history and the tag reach it
 	l.deleteRef("v1")
 	l.age(old)
 	before := l.files()
@@ -178,7 +178,7 @@ func TestHistoryRuleLetsOldCommitsGo(t *testing.T) {
 	if fromA == 0 {
 		t.Fatalf("nothing of ns.a's expired snapshots deleted: %+v", rep.Tables)
 	}
-	l.scanAll()
+	l.ScanAll()
 }
 
 func TestYoungFilesAreKept(t *testing.T) {
@@ -204,19 +204,19 @@ func TestCommitDuringRunKeepsItsFiles(t *testing.T) {
 	for _, when := range []string{"after mark", "during sweep"} {
 		t.Run(when, func(t *testing.T) {
 			l := newLake(t)
-			l.create("main", "ns.a")
-			l.appendRows("main", "ns.a", 5)
+			l.Create("main", "ns.a")
+			l.AppendRows("main", "ns.a", 5)
 			main, _ := l.srv.Store.GetRef("main")
 			oldHead := main.Head
-			oldRows := map[string][]int64{"ns.a": append([]int64(nil), l.expect("main")["ns.a"]...)}
-			l.drop("main", "ns.a")
-			l.create("main", "ns.e")
-			l.appendRows("main", "ns.e", 2)
+			oldRows := map[string][]int64{"ns.a": append([]int64(nil), l.Expect("main")["ns.a"]...)}
+			l.Drop("main", "ns.a")
+			l.Create("main", "ns.e")
+			l.AppendRows("main", "ns.e", 2)
 			l.age(old)
 			revive := func() {
 				l.refAt("revived", oldHead, versionstore.Branch)
-				l.rows["revived"] = oldRows
-				l.appendRows("main", "ns.e", 3) // and a write concurrent with the run
+				l.Rows["revived"] = oldRows
+				l.AppendRows("main", "ns.e", 3) // and a write concurrent with the run
 			}
 			opts := gc.Options{History: func(context.Context, *versionstore.Ref) (gc.HistoryRule, error) {
 				return gc.HistoryRule{Commits: 1}, nil
@@ -236,7 +236,7 @@ func TestCommitDuringRunKeepsItsFiles(t *testing.T) {
 			if _, err := l.collector(opts).Run(t.Context(), gc.RunOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			l.scanAll()
+			l.ScanAll()
 		})
 	}
 }
@@ -277,21 +277,21 @@ func TestInterruptedSweepDeletesNothingLive(t *testing.T) {
 			if rep.Deleted == 0 || rep.Deleted >= int64(before) {
 				t.Fatalf("the interrupted run deleted %d of %d; want some", rep.Deleted, before)
 			}
-			l.scanAll()
+			l.ScanAll()
 			if _, err := l.collector(gc.Options{}).Run(t.Context(), gc.RunOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if n := under(l.files(), goneDir); n != 0 {
 				t.Fatalf("%d unreachable files left after the second run", n)
 			}
-			l.scanAll()
+			l.ScanAll()
 		})
 	}
 }
 
 func TestOneRunAtATime(t *testing.T) {
 	l := newLake(t)
-	l.create("main", "ns.a")
+	l.Create("main", "ns.a")
 	var opts gc.Options
 	var c *gc.Collector
 	var second error

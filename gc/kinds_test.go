@@ -10,6 +10,7 @@ import (
 
 	"github.com/floe-catalog/floe/gc"
 	"github.com/floe-catalog/floe/icebergtable"
+	"github.com/floe-catalog/floe/testkit/rowlake"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -19,7 +20,7 @@ import (
 func (l *lake) commitMetadata(ref, name string, edit func(*table.MetadataBuilder) error) {
 	l.t.Helper()
 	ctx := l.t.Context()
-	tbl := l.load(ref, name)
+	tbl := l.Load(ref, name)
 	b, err := table.MetadataBuilderFromBase(tbl.Metadata(), tbl.MetadataLocation())
 	if err != nil {
 		l.t.Fatal(err)
@@ -56,8 +57,8 @@ func (l *lake) commitMetadata(ref, name string, edit func(*table.MetadataBuilder
 // are live like the rest.
 func TestStatisticsAndViewsAreLive(t *testing.T) {
 	l := newLake(t)
-	l.create("main", "ns.a")
-	l.appendRows("main", "ns.a", 3)
+	l.Create("main", "ns.a")
+	l.AppendRows("main", "ns.a", 3)
 	dir := l.tableDir("main", "ns.a") + "/metadata"
 	stats, pstats := dir+"/stats.puffin", dir+"/partition-stats.parquet"
 	for _, p := range []string{stats, pstats} {
@@ -65,7 +66,7 @@ func TestStatisticsAndViewsAreLive(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	snap := l.load("main", "ns.a").CurrentSnapshot().SnapshotID
+	snap := l.Load("main", "ns.a").CurrentSnapshot().SnapshotID
 	l.commitMetadata("main", "ns.a", func(b *table.MetadataBuilder) error {
 		if err := b.SetStatistics(table.StatisticsFile{SnapshotID: snap, StatisticsPath: "file://" + stats, FileSizeInBytes: 6,
 			BlobMetadata: []table.BlobMetadata{}}); err != nil {
@@ -78,7 +79,7 @@ func TestStatisticsAndViewsAreLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.branch("dev", "main", versionstore.Branch)
-	if _, err := l.catalog("dev").CreateView(t.Context(), ident("ns.v"), version, schema); err != nil {
+	if _, err := l.Catalog("dev").CreateView(t.Context(), rowlake.Ident("ns.v"), version, rowlake.Schema); err != nil {
 		t.Fatalf("create view on dev: %v", err)
 	}
 	orphan := dir + "/orphan.puffin" // named by nothing
@@ -104,8 +105,8 @@ func TestStatisticsAndViewsAreLive(t *testing.T) {
 	if _, err := os.Stat(orphan); !os.IsNotExist(err) || rep.Deleted != 1 {
 		t.Errorf("the orphan puffin file: %v, %d deleted; want it gone, alone", err, rep.Deleted)
 	}
-	if _, err := l.catalog("dev").LoadView(t.Context(), ident("ns.v")); err != nil {
+	if _, err := l.Catalog("dev").LoadView(t.Context(), rowlake.Ident("ns.v")); err != nil {
 		t.Fatalf("load the view after gc: %v", err)
 	}
-	l.scanAll()
+	l.ScanAll()
 }

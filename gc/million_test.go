@@ -34,8 +34,8 @@ func TestMillionFiles(t *testing.T) {
 	}
 	const perManifest = 10000
 	l := newLake(t)
-	l.create("main", "big.t")
-	tbl := l.load("main", "big.t")
+	l.Create("main", "big.t")
+	tbl := l.Load("main", "big.t")
 	loc := strings.TrimPrefix(tbl.Location(), "file://")
 	ctx := t.Context()
 	begin := time.Now()

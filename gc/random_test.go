@@ -53,18 +53,18 @@ func randomHistory(t *testing.T, seed uint64) {
 		case op < 2 || len(tables[b]) == 0:
 			nextTable++
 			name := fmt.Sprintf("ns%d.t%d", nextTable%2, nextTable)
-			l.create(b, name)
-			l.appendRows(b, name, 1+rng.IntN(5))
+			l.Create(b, name)
+			l.AppendRows(b, name, 1+rng.IntN(5))
 			tables[b] = append(tables[b], name)
 			ops = append(ops, "create "+name+" on "+b)
 		case op < 4:
 			name := pick(tables[b])
-			l.appendRows(b, name, 1+rng.IntN(5))
+			l.AppendRows(b, name, 1+rng.IntN(5))
 			ops = append(ops, "append "+name+" on "+b)
 		case op == 4:
 			name := pick(tables[b])
-			id := l.nextID - int64(rng.IntN(5))
-			l.deleteID(b, name, id)
+			id := l.LastID() - int64(rng.IntN(5))
+			l.DeleteID(b, name, id)
 			ops = append(ops, fmt.Sprintf("delete id %d from %s on %s", id, name, b))
 		case op == 5:
 			nb := fmt.Sprintf("b%d", step)
@@ -79,11 +79,11 @@ func randomHistory(t *testing.T, seed uint64) {
 			ops = append(ops, "tag "+tg+" at "+b)
 		case op == 7:
 			name := pick(tables[b])
-			l.expireAllButLast(b, name)
+			l.ExpireAllButLast(b, name)
 			ops = append(ops, "expire "+name+" on "+b)
 		case op == 8:
 			name := pick(tables[b])
-			l.drop(b, name)
+			l.Drop(b, name)
 			tables[b] = slices.DeleteFunc(tables[b], func(s string) bool { return s == name })
 			ops = append(ops, "drop "+name+" on "+b)
 		default:
@@ -161,7 +161,7 @@ func (l *lake) readEverything(refs []string) map[string][]int64 {
 				continue
 			}
 			name := e.Key[0] + "." + e.Key[1]
-			at, err := l.load(ref, name).Scan().ToArrowTable(l.t.Context())
+			at, err := l.Load(ref, name).Scan().ToArrowTable(l.t.Context())
 			if err != nil {
 				l.t.Fatalf("scan %s on %s: %v", name, ref, err)
 			}

@@ -55,19 +55,19 @@ func TestS3Warehouse(t *testing.T) {
 			IOProperties: opts.IOProperties(), ClientConfig: opts.ClientConfig()}}
 	}}, &icebergtable.Config{Name: "lake", Location: root, IOProperties: opts.IOProperties()})
 
-	l.create("main", "ns.a")
-	l.appendRows("main", "ns.a", 10)
-	l.deleteID("main", "ns.a", 4)
+	l.Create("main", "ns.a")
+	l.AppendRows("main", "ns.a", 10)
+	l.DeleteID("main", "ns.a", 4)
 	l.branch("dev", "main", versionstore.Branch)
-	l.appendRows("dev", "ns.a", 5)
-	l.appendRows("dev", "ns.a", 2)
-	l.expireAllButLast("dev", "ns.a") // main still reaches the first snapshots
-	l.create("dev", "ns.b")
-	l.appendRows("dev", "ns.b", 3)
+	l.AppendRows("dev", "ns.a", 5)
+	l.AppendRows("dev", "ns.a", 2)
+	l.ExpireAllButLast("dev", "ns.a") // main still reaches the first snapshots
+	l.Create("dev", "ns.b")
+	l.AppendRows("dev", "ns.b", 3)
 	l.branch("tmp", "dev", versionstore.Branch)
-	l.create("tmp", "ns.gone")
-	l.appendRows("tmp", "ns.gone", 6)
-	goneLoc := l.load("tmp", "ns.gone").Location()
+	l.Create("tmp", "ns.gone")
+	l.AppendRows("tmp", "ns.gone", 6)
+	goneLoc := l.Load("tmp", "ns.gone").Location()
 	l.deleteRef("tmp")
 	fsys, err := iceio.LoadFS(t.Context(), opts.IOProperties(), root)
 	if err != nil {
@@ -129,7 +129,7 @@ func TestS3Warehouse(t *testing.T) {
 		}
 	}
 	t.Logf("%d objects listed; %d deleted (%d bytes), %d live, %d young", rep.Listed, rep.Deleted, rep.DeletedBytes, rep.Live, rep.Young)
-	l.scanAll()
+	l.ScanAll()
 	// Nothing is left to delete.
 	again, err := c.Run(t.Context(), gc.RunOptions{DryRun: true})
 	if err != nil || again.Deleted != 0 {

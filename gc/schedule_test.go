@@ -13,7 +13,7 @@ import (
 // so this waits on a real ticker; it asserts nothing about time.)
 func TestScheduleRunsEveryInterval(t *testing.T) {
 	l := newLake(t)
-	l.create("main", "ns.a")
+	l.Create("main", "ns.a")
 	c := l.collector(gc.Options{})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})

@@ -17,16 +17,16 @@ import (
 // report success.
 func TestRevivalInTheWindowFailsTheRun(t *testing.T) {
 	l := newLake(t)
-	l.create("main", "ns.a")
-	l.appendRows("main", "ns.a", 5)
+	l.Create("main", "ns.a")
+	l.AppendRows("main", "ns.a", 5)
 	main, err := l.srv.Store.GetRef("main")
 	if err != nil {
 		t.Fatal(err)
 	}
 	oldHead := main.Head
-	l.drop("main", "ns.a")
-	l.create("main", "ns.e")
-	l.appendRows("main", "ns.e", 2)
+	l.Drop("main", "ns.a")
+	l.Create("main", "ns.e")
+	l.AppendRows("main", "ns.e", 2)
 	l.age(old)
 	opts := gc.Options{History: func(context.Context, *versionstore.Ref) (gc.HistoryRule, error) {
 		return gc.HistoryRule{Commits: 1}, nil
@@ -55,6 +55,6 @@ func TestRevivalInTheWindowFailsTheRun(t *testing.T) {
 		t.Fatalf("%d of %d revived files named in the warnings: %q", named, rep.Revived, rep.Warnings)
 	}
 	// main's tables are untouched.
-	delete(l.rows, "revived")
-	l.scanAll()
+	delete(l.Rows, "revived")
+	l.ScanAll()
 }

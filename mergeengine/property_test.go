@@ -548,14 +548,14 @@ func (p *propRun) randomOp(t *testing.T, b string) {
 		m.chain = append(m.chain, s)
 	case r < 10 && len(inDay) > 0: // replace a day's rows, half the time recorded
 		n := 1 + p.rng.IntN(3)
-		first := p.d.nextID + 1
+		first := p.d.lake.LastID() + 1
 		s := &modelSnap{op: "overwrite", removed: inDay, recorded: p.rng.IntN(2) == 0, day: day}
 		args := []string{"on=" + b, "table=" + m.name, "day=" + day, "rows=" + strconv.Itoa(n)}
 		if s.recorded {
 			args = append(args, "record=pinned")
 		}
 		p.do(t, cmd("overwrite", args...))
-		s.added = []*modelFile{{day: day, ids: idRange(first, p.d.nextID)}}
+		s.added = []*modelFile{{day: day, ids: idRange(first, p.d.lake.LastID())}}
 		m.chain = append(m.chain, s)
 	case r < 12 && len(inDay) > 0: // compact a day: same rows, one new file (a rewrite: replace)
 		p.do(t, cmd("compact", "on="+b, "table="+m.name, "day="+day))
@@ -579,7 +579,7 @@ func (p *propRun) appendRows(t *testing.T, b string, m *modelTable) {
 // sometimes repeats an id of the other branch's rows of that day.
 func (p *propRun) appendRowsOn(t *testing.T, b string, m *modelTable, day string) {
 	n := 1 + p.rng.IntN(3)
-	first := p.d.nextID + 1
+	first := p.d.lake.LastID() + 1
 	args := []string{"on=" + b, "table=" + m.name, "day=" + day, "rows=" + strconv.Itoa(n)}
 	var reuse []int64
 	if other := map[string]string{"main": "dev", "dev": "main"}[b]; m.keyed && p.branches != nil && p.rng.IntN(3) != 0 {
@@ -595,8 +595,8 @@ func (p *propRun) appendRowsOn(t *testing.T, b string, m *modelTable, day string
 		args = append(args, "ids="+strconv.FormatInt(ids[0], 10))
 	}
 	p.do(t, cmd("append", args...))
-	if p.d.nextID != first+int64(n)-1 {
-		t.Fatalf("model: ids %d..%d, the driver is at %d", first, first+int64(n)-1, p.d.nextID)
+	if p.d.lake.LastID() != first+int64(n)-1 {
+		t.Fatalf("model: ids %d..%d, the driver is at %d", first, first+int64(n)-1, p.d.lake.LastID())
 	}
 	m.chain = append(m.chain, &modelSnap{op: "append", added: []*modelFile{{day: day, ids: ids}}})
 	p.bump(m)

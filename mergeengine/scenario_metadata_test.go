@@ -13,6 +13,7 @@ import (
 
 	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/tablemerge"
+	"github.com/floe-catalog/floe/testkit/lakescenario"
 )
 
 // ref on=B table=T (tag=NAME | branch=NAME | remove=NAME) [max-ref-age-ms=N]:
@@ -20,20 +21,20 @@ import (
 // the table's current snapshot, or removed, committed through the Iceberg
 // REST API as a client does.
 func (d *scenario) ref(t *testing.T, td *datadriven.TestData) {
-	tbl := d.load(t, td)
+	tbl := d.lake.Load(t, td)
 	var u table.Update
 	switch {
-	case optArg(td, "remove", "") != "":
-		u = table.NewRemoveSnapshotRefUpdate(optArg(td, "remove", ""))
+	case lakescenario.OptArg(td, "remove", "") != "":
+		u = table.NewRemoveSnapshotRefUpdate(lakescenario.OptArg(td, "remove", ""))
 	default:
-		name, typ := optArg(td, "tag", ""), table.TagRef
+		name, typ := lakescenario.OptArg(td, "tag", ""), table.TagRef
 		if name == "" {
-			name, typ = arg(t, td, "branch"), table.BranchRef
+			name, typ = lakescenario.Arg(t, td, "branch"), table.BranchRef
 		}
-		age, _ := strconv.ParseInt(optArg(td, "max-ref-age-ms", "0"), 10, 64)
+		age, _ := strconv.ParseInt(lakescenario.OptArg(td, "max-ref-age-ms", "0"), 10, 64)
 		u = table.NewSetSnapshotRefUpdate(name, tbl.CurrentSnapshot().SnapshotID, typ, age, 0, 0)
 	}
-	cat := d.catalog(t, optArg(td, "on", "main"))
+	cat := d.lake.Catalog(t, lakescenario.OptArg(td, "on", "main"))
 	if _, _, err := cat.CommitTable(t.Context(), tbl.Identifier(), nil, []table.Update{u}); err != nil {
 		td.Fatalf(t, "ref: %v", err)
 	}
@@ -44,7 +45,7 @@ func (d *scenario) ref(t *testing.T, td *datadriven.TestData) {
 // the sequence number of its snapshot, whether that is a cherry-picked
 // copy, and its retention.
 func (d *scenario) metadata(t *testing.T, td *datadriven.TestData) string {
-	m := d.load(t, td).Metadata()
+	m := d.lake.Load(t, td).Metadata()
 	var b strings.Builder
 	props := m.Properties()
 	for _, k := range slices.Sorted(maps.Keys(props)) {
@@ -84,7 +85,7 @@ func (d *scenario) metadata(t *testing.T, td *datadriven.TestData) string {
 // refScan is `rows ... ref=NAME`: a scan of the snapshot the table's ref
 // NAME points at.
 func refScan(t *testing.T, td *datadriven.TestData, tbl *table.Table) []table.ScanOption {
-	name := optArg(td, "ref", "")
+	name := lakescenario.OptArg(td, "ref", "")
 	if name == "" {
 		return nil
 	}

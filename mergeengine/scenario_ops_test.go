@@ -18,6 +18,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/floe-catalog/floe/tablemerge"
+	"github.com/floe-catalog/floe/testkit/lakescenario"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -69,7 +70,7 @@ func (d *scenario) merge(t *testing.T, td *datadriven.TestData) string {
 		return d.dryRun(t, td)
 	}
 	st := d.srv.Store
-	source, target := arg(t, td, "source"), arg(t, td, "target")
+	source, target := lakescenario.Arg(t, td, "source"), lakescenario.Arg(t, td, "target")
 	src, err := st.GetRef(source)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +80,7 @@ func (d *scenario) merge(t *testing.T, td *datadriven.TestData) string {
 		t.Fatal(err)
 	}
 	body := map[string]any{"fromRefName": source, "fromHash": src.Head.String()}
-	if f := optArg(td, "force", ""); f != "" {
+	if f := lakescenario.OptArg(td, "force", ""); f != "" {
 		var modes []map[string]any
 		for _, k := range strings.Split(f, ",") {
 			modes = append(modes, map[string]any{"key": map[string]any{"elements": strings.Split(k, ".")}, "mergeBehavior": "FORCE"})
@@ -106,7 +107,7 @@ func (d *scenario) merge(t *testing.T, td *datadriven.TestData) string {
 // rows on=B table=T [ref=NAME]: the rows a scan of the table (or of the
 // snapshot its ref NAME points at) returns, by day.
 func (d *scenario) scanRows(t *testing.T, td *datadriven.TestData) string {
-	tbl := d.load(t, td)
+	tbl := d.lake.Load(t, td)
 	at, err := tbl.Scan(refScan(t, td, tbl)...).ToArrowTable(t.Context())
 	if err != nil {
 		td.Fatalf(t, "scan: %v", err)
@@ -151,7 +152,7 @@ func (d *scenario) scanRows(t *testing.T, td *datadriven.TestData) string {
 // shows floe.merge.source-ref and whether its floe.merge.source-snapshot-id
 // is a snapshot of the table on that branch.
 func (d *scenario) snapshots(t *testing.T, td *datadriven.TestData) string {
-	tbl := d.load(t, td)
+	tbl := d.lake.Load(t, td)
 	rr, err := tbl.Inspect().Snapshots(t.Context())
 	if err != nil {
 		td.Fatalf(t, "inspect snapshots: %v", err)
@@ -174,7 +175,7 @@ func (d *scenario) snapshots(t *testing.T, td *datadriven.TestData) string {
 			fmt.Fprintf(&b, "seq %d %s +%s rows (total %s)", seq, ops.Value(i), p["added-records"], p["total-records"])
 			if id, ok := p[tablemerge.SummarySourceSnapshotID]; ok {
 				ref := p[tablemerge.SummarySourceRef]
-				src := d.load(t, &datadriven.TestData{Cmd: "load", CmdArgs: []datadriven.CmdArg{{Key: "on", Vals: []string{ref}}, {Key: "table", Vals: []string{arg(t, td, "table")}}}})
+				src := d.lake.Load(t, &datadriven.TestData{Cmd: "load", CmdArgs: []datadriven.CmdArg{{Key: "on", Vals: []string{ref}}, {Key: "table", Vals: []string{lakescenario.Arg(t, td, "table")}}}})
 				names := "names no snapshot of " + ref
 				if src.Metadata().SnapshotByID(parseInt(id)) != nil {
 					names = "names a snapshot of " + ref
@@ -229,7 +230,7 @@ func (d *scenario) files(t *testing.T, td *datadriven.TestData) string {
 
 // head branch=B: the branch's head commit: its parents and message.
 func (d *scenario) head(t *testing.T, td *datadriven.TestData) string {
-	ref, err := d.srv.Store.GetRef(optArg(td, "branch", versionstore.DefaultBranch))
+	ref, err := d.srv.Store.GetRef(lakescenario.OptArg(td, "branch", versionstore.DefaultBranch))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +243,7 @@ func (d *scenario) head(t *testing.T, td *datadriven.TestData) string {
 
 func (d *scenario) dryRun(t *testing.T, td *datadriven.TestData) string {
 	st := d.srv.Store
-	source, target := arg(t, td, "source"), arg(t, td, "target")
+	source, target := lakescenario.Arg(t, td, "source"), lakescenario.Arg(t, td, "target")
 	src, err := st.GetRef(source)
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +305,7 @@ func (d *scenario) dryRun(t *testing.T, td *datadriven.TestData) string {
 // with the commits written.
 func (d *scenario) transplant(t *testing.T, td *datadriven.TestData) string {
 	st := d.srv.Store
-	source, target := arg(t, td, "source"), arg(t, td, "target")
+	source, target := lakescenario.Arg(t, td, "source"), lakescenario.Arg(t, td, "target")
 	src, err := st.GetRef(source)
 	if err != nil {
 		t.Fatal(err)

@@ -17,15 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/catalog"
-	"github.com/apache/iceberg-go/catalog/rest"
-	icetable "github.com/apache/iceberg-go/table"
-
 	"github.com/floe-catalog/floe/gc"
+	"github.com/floe-catalog/floe/testkit/rowlake"
 )
 
 // crashOrphansEnv and crashPointsEnv enlarge TestGCCrashMidSweep: more
@@ -65,7 +58,7 @@ func TestGCCrashMidSweep(t *testing.T) {
 	l := newCrashLake(t)
 	l.start()
 	l.write()
-	l.scanAll()
+	l.ScanAll()
 	l.stop()
 	l.addOrphans(orphans)
 	l.age(4 * 24 * time.Hour)
@@ -96,7 +89,7 @@ func TestGCCrashMidSweep(t *testing.T) {
 				target, len(plan), gone, crashOrphansEnv)
 		}
 		t.Logf("killed after %d of %d planned deletions (aimed at %d)", gone, len(plan), target)
-		l.scanAll()
+		l.ScanAll()
 
 		rep := l.gc(false)
 		if rep.Outcome != gc.OutcomeOK || rep.Deleted != int64(len(plan)-gone) {
@@ -111,7 +104,7 @@ func TestGCCrashMidSweep(t *testing.T) {
 				t.Errorf("%s is gone but no plan named it", f)
 			}
 		}
-		l.scanAll()
+		l.ScanAll()
 		if stale, _ := filepath.Glob(filepath.Join(l.tmpDir, "floe-gc-marks-*")); len(stale) > 0 {
 			t.Logf("%d mark databases of killed runs left in the temporary directory", len(stale))
 		}
@@ -135,18 +128,16 @@ func envInt(t *testing.T, name string, def int) int {
 // crashLake is a lake served by the real binary, restarted at will on
 // the same data dir and warehouse.
 type crashLake struct {
+	*rowlake.Lake          // the tables, written through p, and their rows
 	t                      *testing.T
 	dataDir, whDir, tmpDir string
 	p                      *floeProcess
-	cats                   map[string]*rest.Catalog
-	rows                   map[string]map[string][]int64 // ref → table → ids
-	nextID                 int64
 }
 
 func newCrashLake(t *testing.T) *crashLake {
 	dir := t.TempDir()
-	return &crashLake{t: t, dataDir: filepath.Join(dir, "data"), whDir: filepath.Join(dir, "warehouse"),
-		tmpDir: t.TempDir(), rows: map[string]map[string][]int64{}}
+	return &crashLake{Lake: rowlake.New(t, ""), t: t, dataDir: filepath.Join(dir, "data"), whDir: filepath.Join(dir, "warehouse"),
+		tmpDir: t.TempDir()}
 }
 
 // start runs floe serve; its temporary directory (where a run's mark
@@ -154,19 +145,12 @@ func newCrashLake(t *testing.T) *crashLake {
 func (l *crashLake) start() {
 	l.t.Helper()
 	l.p = startServe(l.t, []string{"TMPDIR=" + l.tmpDir}, "--addr", "127.0.0.1:0", "--data-dir", l.dataDir, "--warehouse", l.whDir)
-	l.cats = map[string]*rest.Catalog{}
-}
-
-func (l *crashLake) closeCatalogs() {
-	for _, c := range l.cats {
-		_ = c.Close()
-	}
-	l.cats = nil
+	l.Connect("http://" + l.p.addr)
 }
 
 func (l *crashLake) stop() {
 	l.t.Helper()
-	l.closeCatalogs()
+	l.CloseCatalogs()
 	if code, stderr := l.p.interrupt(l.t); code != 0 {
 		l.t.Fatalf("exit code after SIGINT = %d; stderr:\n%s", code, strings.Join(stderr, "\n"))
 	}
@@ -190,145 +174,19 @@ func (l *crashLake) floe(args ...string) {
 	}
 }
 
-func (l *crashLake) catalog(ref string) *rest.Catalog {
+// expire is ExpireAllButLast, which must find snapshots to expire.
+func (l *crashLake) expire(ref, name string) {
 	l.t.Helper()
-	if c, ok := l.cats[ref]; ok {
-		return c
-	}
-	wh := "lake"
-	if ref != "main" {
-		wh += "@" + ref
-	}
-	c, err := rest.NewCatalog(l.t.Context(), "floe", "http://"+l.p.addr, rest.WithWarehouseLocation(wh))
-	if err != nil {
-		l.t.Fatalf("catalog %s: %v", wh, err)
-	}
-	l.cats[ref] = c
-	return c
-}
-
-func (l *crashLake) expect(ref string) map[string][]int64 {
-	if l.rows[ref] == nil {
-		l.rows[ref] = map[string][]int64{}
-	}
-	return l.rows[ref]
-}
-
-func crashIdent(name string) icetable.Identifier {
-	return catalog.ToIdentifier(strings.Split(name, ".")...)
-}
-
-func (l *crashLake) create(ref, name string) {
-	l.t.Helper()
-	ctx, cat, id := l.t.Context(), l.catalog(ref), crashIdent(name)
-	ns := catalog.NamespaceFromIdent(id)
-	if ok, _ := cat.CheckNamespaceExists(ctx, ns); !ok {
-		if err := cat.CreateNamespace(ctx, ns, nil); err != nil {
-			l.t.Fatal(err)
-		}
-	}
-	schema := iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: "v", Type: iceberg.PrimitiveTypes.String})
-	props := iceberg.Properties{icetable.WriteDeleteModeKey: icetable.WriteModeMergeOnRead}
-	if _, err := cat.CreateTable(ctx, id, schema, catalog.WithProperties(props)); err != nil {
-		l.t.Fatalf("create %s on %s: %v", name, ref, err)
-	}
-	l.expect(ref)[name] = []int64{}
-}
-
-func (l *crashLake) load(ref, name string) *icetable.Table {
-	l.t.Helper()
-	tbl, err := l.catalog(ref).LoadTable(l.t.Context(), crashIdent(name))
-	if err != nil {
-		l.t.Fatalf("load %s on %s: %v", name, ref, err)
-	}
-	return tbl
-}
-
-func (l *crashLake) appendRows(ref, name string, n int) {
-	l.t.Helper()
-	tbl := l.load(ref, name)
-	sc, err := icetable.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-	defer b.Release()
-	for range n {
-		l.nextID++
-		b.Field(0).(*array.Int64Builder).Append(l.nextID)
-		b.Field(1).(*array.StringBuilder).Append("row")
-		l.expect(ref)[name] = append(l.expect(ref)[name], l.nextID)
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	at := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
-	defer at.Release()
-	if _, err := tbl.AppendTable(l.t.Context(), at, 1024, nil); err != nil {
-		l.t.Fatalf("append to %s on %s: %v", name, ref, err)
-	}
-}
-
-// deleteID deletes one row: a position delete file (merge-on-read).
-func (l *crashLake) deleteID(ref, name string, id int64) {
-	l.t.Helper()
-	tx := l.load(ref, name).NewTransaction()
-	if err := tx.Delete(l.t.Context(), iceberg.EqualTo(iceberg.Reference("id"), id), nil); err != nil {
-		l.t.Fatalf("delete from %s on %s: %v", name, ref, err)
-	}
-	if _, err := tx.Commit(l.t.Context()); err != nil {
-		l.t.Fatalf("delete from %s on %s: %v", name, ref, err)
-	}
-	l.expect(ref)[name] = slices.DeleteFunc(l.expect(ref)[name], func(v int64) bool { return v == id })
-}
-
-// expireAllButLast commits a REST remove-snapshots update by hand:
-// iceberg-go's ExpireSnapshots refuses floe's tables (gc.enabled=false).
-func (l *crashLake) expireAllButLast(ref, name string) {
-	l.t.Helper()
-	tbl := l.load(ref, name)
-	var ids []int64
-	for _, s := range tbl.Metadata().Snapshots() {
-		if s.SnapshotID != tbl.CurrentSnapshot().SnapshotID {
-			ids = append(ids, s.SnapshotID)
-		}
-	}
-	if len(ids) == 0 {
+	if l.ExpireAllButLast(ref, name) == 0 {
 		l.t.Fatalf("expire %s on %s: a single snapshot", name, ref)
 	}
-	body, err := json.Marshal(map[string]any{
-		"requirements": []any{},
-		"updates":      []any{map[string]any{"action": "remove-snapshots", "snapshot-ids": ids}},
-	})
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	prefix := "lake"
-	if ref != "main" {
-		prefix += "@" + ref
-	}
-	id := crashIdent(name)
-	path := "/v1/" + url.PathEscape(prefix) + "/namespaces/" + url.PathEscape(strings.Join(id[:len(id)-1], "\x1f")) +
-		"/tables/" + url.PathEscape(id[len(id)-1])
-	l.post(path, body, http.StatusOK, nil)
-}
-
-func (l *crashLake) drop(ref, name string) {
-	l.t.Helper()
-	if err := l.catalog(ref).DropTable(l.t.Context(), crashIdent(name)); err != nil {
-		l.t.Fatalf("drop %s on %s: %v", name, ref, err)
-	}
-	delete(l.expect(ref), name)
 }
 
 // refFrom makes ref at from's head (a branch or tag), expecting its rows.
 func (l *crashLake) refFrom(kind, name, from string, extra ...string) {
 	l.t.Helper()
 	l.floe(append([]string{kind, "create", name, "--from", from}, extra...)...)
-	for k, v := range l.expect(from) {
-		l.expect(name)[k] = slices.Clone(v)
-	}
+	l.ExpectCopy(name, from)
 }
 
 // write builds the lake. What becomes unreachable: ns.d (only on branch
@@ -336,65 +194,39 @@ func (l *crashLake) refFrom(kind, name, from string, extra ...string) {
 // expired on feat, whose history keeps one commit.
 func (l *crashLake) write() {
 	l.t.Helper()
-	l.create("main", "ns.a")
+	l.Create("main", "ns.a")
 	for range 3 {
-		l.appendRows("main", "ns.a", 5)
+		l.AppendRows("main", "ns.a", 5)
 	}
-	l.deleteID("main", "ns.a", 3)
-	l.create("main", "ns.b")
-	l.appendRows("main", "ns.b", 4)
+	l.DeleteID("main", "ns.a", 3)
+	l.Create("main", "ns.b")
+	l.AppendRows("main", "ns.b", 4)
 	l.refFrom("tag", "v1", "main")
 
 	l.refFrom("branch", "dev", "main")
-	l.appendRows("dev", "ns.a", 5)
-	l.expireAllButLast("dev", "ns.a") // still reached by main and v1
-	l.appendRows("main", "ns.a", 5)
-	l.appendRows("main", "ns.b", 3)
-	l.expireAllButLast("main", "ns.b") // still reached by main's history and v1
+	l.AppendRows("dev", "ns.a", 5)
+	l.expire("dev", "ns.a") // still reached by main and v1
+	l.AppendRows("main", "ns.a", 5)
+	l.AppendRows("main", "ns.b", 3)
+	l.expire("main", "ns.b") // still reached by main's history and v1
 
 	l.refFrom("branch", "feat", "main", "--keep-commits", "1")
-	l.create("feat", "ns.c")
-	l.appendRows("feat", "ns.c", 5)
-	l.appendRows("feat", "ns.c", 5)
-	l.expireAllButLast("feat", "ns.c")
-	l.deleteID("feat", "ns.a", 7)
-	l.create("feat", "ns.e")
-	l.appendRows("feat", "ns.e", 5)
-	l.drop("feat", "ns.e")
-	l.drop("feat", "ns.b") // still on main, dev and v1
+	l.Create("feat", "ns.c")
+	l.AppendRows("feat", "ns.c", 5)
+	l.AppendRows("feat", "ns.c", 5)
+	l.expire("feat", "ns.c")
+	l.DeleteID("feat", "ns.a", 7)
+	l.Create("feat", "ns.e")
+	l.AppendRows("feat", "ns.e", 5)
+	l.Drop("feat", "ns.e")
+	l.Drop("feat", "ns.b") // still on main, dev and v1
 
 	l.refFrom("branch", "tmp", "main")
-	l.create("tmp", "ns.d")
-	l.appendRows("tmp", "ns.d", 5)
-	l.appendRows("tmp", "ns.d", 5)
+	l.Create("tmp", "ns.d")
+	l.AppendRows("tmp", "ns.d", 5)
+	l.AppendRows("tmp", "ns.d", 5)
 	l.floe("branch", "delete", "tmp")
-	delete(l.rows, "tmp")
-}
-
-// scanAll scans every expected table on every expected ref in full.
-func (l *crashLake) scanAll() {
-	l.t.Helper()
-	for ref, tables := range l.rows {
-		for name, want := range tables {
-			at, err := l.load(ref, name).Scan().ToArrowTable(l.t.Context())
-			if err != nil {
-				l.t.Fatalf("scan %s on %s: %v", name, ref, err)
-			}
-			var got []int64
-			for i := range int(at.NumCols()) {
-				if at.Schema().Field(i).Name == "id" {
-					for _, ch := range at.Column(i).Data().Chunks() {
-						got = append(got, ch.(*array.Int64).Int64Values()...)
-					}
-				}
-			}
-			at.Release()
-			slices.Sort(got)
-			if w := slices.Sorted(slices.Values(want)); !slices.Equal(got, w) {
-				l.t.Fatalf("scan %s on %s: ids %v, want %v", name, ref, got, w)
-			}
-		}
-	}
+	delete(l.Rows, "tmp")
 }
 
 // addOrphans writes n stray files, spread over the tables' data and
@@ -551,7 +383,7 @@ func (l *crashLake) gcAndKill(plan map[string]bool, target int) {
 	if err := l.p.cmd.Process.Kill(); err != nil {
 		l.t.Fatal(err)
 	}
-	l.closeCatalogs()
+	l.CloseCatalogs()
 	_, _ = l.p.wait(l.t)
 	<-done // the connection broke
 }
