@@ -1,6 +1,7 @@
 // Package apidoc holds documents floe's own API answers (rest/floeapi)
 // that the server's packages produce and the CLI's client
-// (internal/floeclient) reads: the garbage collection report (package gc)
+// (internal/floeclient) reads: the garbage collection report (package gc),
+// the merge queue's requests and report (package mergequeue)
 // and the maintenance lock and table statistics (package maintenance).
 // Those packages alias these types, so each document is defined once and
 // the client reads it without importing the server's code, its store or

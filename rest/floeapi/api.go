@@ -11,6 +11,7 @@ import (
 
 	"github.com/floe-catalog/floe/gc"
 	"github.com/floe-catalog/floe/maintenance"
+	"github.com/floe-catalog/floe/mergequeue"
 	"github.com/floe-catalog/floe/refretention"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
@@ -56,6 +57,8 @@ type Deps struct {
 	// Merges plans merges through the merge engine (merges.go); nil
 	// answers 501.
 	Merges MergePlanner
+	// Queue is the merge queue (queue.go); nil answers 501.
+	Queue *mergequeue.Queue
 }
 
 // API is floe's own API over its services.
@@ -70,6 +73,7 @@ type API struct {
 	tableStats  *maintenance.Stats
 	gc          *gc.Collector
 	merges      MergePlanner
+	queue       *mergequeue.Queue
 }
 
 // New builds the API over deps.
@@ -78,6 +82,7 @@ func New(deps Deps) (*API, error) {
 		return nil, errors.New("floe API: no version store")
 	}
 	a := &API{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, gc: deps.GC, merges: deps.Merges}
+	a.queue = deps.Queue
 	a.retention = deps.Retention
 	a.maintenance, a.tableStats = deps.Maintenance, deps.TableStats
 	if a.logger == nil {
@@ -111,6 +116,7 @@ func (a *API) routes() []route {
 	routes = append(routes, a.maintenanceRoutes()...)
 	routes = append(routes, a.gcRoutes()...)
 	routes = append(routes, a.mergeRoutes()...)
+	routes = append(routes, a.queueRoutes()...)
 	return routes
 }
 
