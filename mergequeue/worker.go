@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/floe-catalog/floe/classify"
 	"github.com/floe-catalog/floe/internal/apidoc"
 	"github.com/floe-catalog/floe/mergeengine"
@@ -253,13 +255,17 @@ func (q *Queue) runBatch(ctx context.Context, target string, ids []string) error
 			return nil
 		}
 		head := ref.Head
-		cand := fmt.Sprintf("%s%s/%s-%d", CandidatePrefix, target, ids[0], build)
+		// Unique per build, so a candidate a failed delete left behind
+		// never blocks the next.
+		cand := fmt.Sprintf("%s%s/%s-%d-%s", CandidatePrefix, target, ids[0], build, uuid.NewString()[:8])
 		if _, err := q.store.CreateRef(ctx, versionstore.CreateRefRequest{Name: cand, Type: versionstore.Branch, Target: head, Principal: q.principal}); err != nil {
+			q.requeue(context.WithoutCancel(ctx), ids, "the candidate branch could not be created ("+err.Error()+"); queued again")
 			return fmt.Errorf("create candidate branch %s: %w", cand, err)
 		}
 		members, err := q.build(ctx, target, cand, head, ids, vals)
 		if err != nil {
 			q.dropCandidate(ctx, cand)
+			q.requeue(ctx, ids, "the candidate could not be built ("+err.Error()+"); queued again")
 			return err
 		}
 		ids = ids[:0:0]
@@ -303,6 +309,9 @@ func (q *Queue) runBatch(ctx context.Context, target string, ids []string) error
 			q.metrics.rebuilds.WithLabelValues(target, "request-changed").Inc()
 			ids = q.stillValidating(ids)
 		default:
+			// The store failed: nothing landed. Queue them again so the
+			// next round (or, if the store is gone, the restart) retries.
+			q.requeue(context.WithoutCancel(ctx), ids, "the candidate could not be landed ("+err.Error()+"); queued again")
 			return err
 		}
 	}
