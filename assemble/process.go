@@ -194,7 +194,7 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 		return nil, &ServiceError{Service: "garbage collector", Err: err}
 	}
 
-	queue, err := newMergeQueue(ctx, cfg.MergeQueue, p.store, merges, warehouses, logger, registry)
+	queue, err := newMergeQueue(ctx, cfg.MergeQueue, p.store, merges, logger, registry)
 	if err != nil {
 		return nil, &ServiceError{Service: "merge queue", Err: err}
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/mergeengine"
 	"github.com/floe-catalog/floe/mergequeue"
 	"github.com/floe-catalog/floe/versionstore"
@@ -35,12 +34,12 @@ type MergeQueue struct {
 // newMergeQueue builds the queue over the store and the merge engine
 // built once for the whole process; its workers start with the other
 // background workers.
-func newMergeQueue(ctx context.Context, cfg MergeQueue, store *versionstore.Store, engine *mergeengine.Engine, whs icebergtable.Warehouses,
+func newMergeQueue(ctx context.Context, cfg MergeQueue, store *versionstore.Store, engine *mergeengine.Engine,
 	logger *slog.Logger, reg prometheus.Registerer) (*mergequeue.Queue, error) {
 	rules := mergequeue.DefaultRules()
 	if cfg.Rules != nil {
 		rules = *cfg.Rules
 	}
-	return mergequeue.New(ctx, mergequeue.Options{Store: store, Merger: engine, Classifier: newClassifier(whs), Validator: cfg.Validator,
+	return mergequeue.New(ctx, mergequeue.Options{Store: store, Merger: engine, Validator: cfg.Validator,
 		Rules: rules, Logger: logger, Metrics: reg, Poll: cfg.Poll, Now: cfg.Now})
 }

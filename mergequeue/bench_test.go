@@ -350,6 +350,11 @@ func (d *day) throughQueue(b *testing.B) dayResult {
 		time.Sleep(5 * time.Millisecond)
 	}
 	res.elapsed = time.Since(start)
+	// The seed's table: the queue's report of the day.
+	for _, c := range d.srv.Queue.Report(time.Time{}).Classes {
+		b.Logf("queue report: %-9s %2d requests, classification %v (%d batched, %d in review), median wait %.2fs, median merge %.2fs, %d failures %v",
+			c.Class, c.Count, c.Classification, c.Batched, c.Review, c.MedianWaitSeconds, c.MedianMergeSeconds, c.Failures, c.FailureReasons)
+	}
 	for i, id := range ids {
 		r, _ := d.srv.Queue.Get(id)
 		switch r.State {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/floe-catalog/floe/classify"
 	"github.com/floe-catalog/floe/internal/apidoc"
 	"github.com/floe-catalog/floe/mergeengine"
 	"github.com/floe-catalog/floe/versionstore"
@@ -36,20 +35,10 @@ type Merger interface {
 	MergeTables(ctx context.Context, req versionstore.MergeRequest) (*mergeengine.Result, error)
 }
 
-// Classifier classifies one table (*classify.Classifier).
-type Classifier interface {
-	Classify(ctx context.Context, base, source, target *versionstore.Content) (*classify.Table, error)
-}
-
 // Options configure a Queue.
 type Options struct {
 	Store  *versionstore.Store
 	Merger Merger
-	// Classifier, if set, classifies the tables of each request against
-	// the candidate's head; without it only the schema, spec and sort
-	// order ids of the contents are compared (which is what decides
-	// review).
-	Classifier Classifier
 	// Validator judges each candidate; nil passes every candidate that
 	// has no required check (a request with one then fails: nothing
 	// reported it).
@@ -70,16 +59,15 @@ type Options struct {
 // Queue is the merge queue. Its methods are safe for concurrent use;
 // requests of one target are processed by one worker at a time.
 type Queue struct {
-	store      *versionstore.Store
-	merger     Merger
-	classifier Classifier
-	validator  Validator
-	rules      Rules
-	principal  string
-	logger     *slog.Logger
-	metrics    *metrics
-	now        func() time.Time
-	poll       time.Duration
+	store     *versionstore.Store
+	merger    Merger
+	validator Validator
+	rules     Rules
+	principal string
+	logger    *slog.Logger
+	metrics   *metrics
+	now       func() time.Time
+	poll      time.Duration
 
 	// mu guards reqs, seq and known. Every write of a request's record
 	// happens under it, with a compare-and-swap on the bytes reqs holds,
@@ -122,7 +110,7 @@ func New(ctx context.Context, o Options) (*Queue, error) {
 		return nil, err
 	}
 	q := &Queue{
-		store: o.Store, merger: o.Merger, classifier: o.Classifier, validator: o.Validator, rules: o.Rules,
+		store: o.Store, merger: o.Merger, validator: o.Validator, rules: o.Rules,
 		principal: o.Principal, logger: o.Logger, metrics: m, now: o.Now, poll: o.Poll,
 		reqs: map[string]*entry{}, known: map[string]versionstore.Hash{}, bypassed: map[string]int{},
 		workers: map[string]*sync.Mutex{}, kick: make(chan string, 256),

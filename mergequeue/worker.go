@@ -402,11 +402,21 @@ func (q *Queue) build(ctx context.Context, target, cand string, head versionstor
 			}
 		}
 		res, err := q.merger.MergeTables(ctx, req)
+		if res != nil {
+			m.engineClasses(res.Tables)
+		}
 		switch {
 		case err != nil:
 			code := "conflict"
-			if _, ok := errors.AsType[*mergeengine.RefusedError](err); ok {
+			if re, ok := errors.AsType[*mergeengine.RefusedError](err); ok {
 				code = "refused"
+				// A table the engine classified structural (the source
+				// changed its structure, or a side's history diverged)
+				// is a review, unless one was had already.
+				if why := structuralRefusal(re); why != "" && !r.Approved {
+					q.toReview(ctx, id, m, why)
+					continue
+				}
 			} else if _, ok := errors.AsType[*versionstore.ConflictError](err); !ok {
 				return nil, fmt.Errorf("merge %s onto candidate %s: %w", id, cand, err)
 			}
@@ -437,11 +447,17 @@ func mergeMessage(r *Request) string {
 // classRank orders classifications from the lightest.
 var classRank = map[string]int{ClassFastForward: 0, ClassCherryPick: 1, ClassRebase: 2, ClassStructural: 3}
 
-// classifyChanges classifies each table a request changes against the
-// candidate's head, fills m's classification, and returns why the
-// request is structural ("" if it is not). The ids of schema, spec and
-// sort order are compared first and directly, so a structural change is
-// caught even when the table's metadata cannot be read.
+// classifyChanges classifies each table a request changes, against the
+// candidate's head, as far as that needs no file read, fills m's
+// classification, and returns why the request is structural ("" if it is
+// not). The ids of schema, spec and sort order of the source's table are
+// compared with the merge base's directly (the seed's "compare the
+// schema id, not just the summary"), so a structural change is caught
+// even when the target never changed the table (a fast-forward, which
+// the merge engine does not classify) and its metadata is unreadable. A
+// table the target changed too is classified by the merge engine, which
+// reads both sides (engineClasses); until then it counts as a
+// cherry-pick.
 func (q *Queue) classifyChanges(ctx context.Context, candHead versionstore.Hash, changes []versionstore.DiffEntry, m *member) (string, error) {
 	var keys []versionstore.ContentKey
 	for _, d := range changes {
@@ -453,34 +469,64 @@ func (q *Queue) classifyChanges(ctx context.Context, candHead versionstore.Hash,
 	if err != nil {
 		return "", fmt.Errorf("read the target's tables: %w", err)
 	}
-	m.class = ClassFastForward
 	var structural []string
 	for _, d := range changes {
 		if !slices.ContainsFunc(keys, func(k versionstore.ContentKey) bool { return slices.Equal(k, d.Key) }) {
 			continue
 		}
 		name := d.Key.String()
-		tgt := targets[string(d.Key.Encode())]
-		t := apidoc.MergeRequestTable{Table: name, Class: ClassFastForward}
+		t := apidoc.MergeRequestTable{Table: name, Class: ClassFastForward, Reason: "only the source changed the table"}
 		if why := structuralIDs(d.From, d.To); why != "" {
 			t.Class, t.Reason = ClassStructural, why
-		} else if q.classifier != nil {
-			c, err := q.classifier.Classify(ctx, d.From, d.To, tgt)
-			if err != nil {
-				t.Reason = "not classified: " + err.Error()
-			} else {
-				t.Class, t.Reason = queueClass(c), c.Reason
-			}
-		}
-		if t.Class == ClassStructural {
-			structural = append(structural, name+": "+t.Reason)
-		}
-		if classRank[t.Class] > classRank[m.class] {
-			m.class = t.Class
+			structural = append(structural, name+": "+why)
+		} else if tgt := targets[string(d.Key.Encode())]; !tgt.Equal(d.From) && !tgt.Equal(d.To) {
+			t.Class, t.Reason = ClassCherryPick, "both sides changed the table"
 		}
 		m.tables = append(m.tables, t)
 	}
+	m.rank()
 	return strings.Join(structural, "; "), nil
+}
+
+// engineClasses takes the merge engine's classification of the tables
+// both sides changed.
+func (m *member) engineClasses(outcomes []mergeengine.TableOutcome) {
+	for _, o := range outcomes {
+		if o.Classification == nil {
+			continue
+		}
+		name := o.Key.String()
+		i := slices.IndexFunc(m.tables, func(t apidoc.MergeRequestTable) bool { return t.Table == name })
+		t := apidoc.MergeRequestTable{Table: name, Class: queueClass(o.Classification), Reason: o.Classification.Reason}
+		if i < 0 {
+			m.tables = append(m.tables, t)
+		} else {
+			m.tables[i] = t
+		}
+	}
+	m.rank()
+}
+
+// rank sets m's classification, the heaviest of its tables'.
+func (m *member) rank() {
+	m.class = ClassFastForward
+	for _, t := range m.tables {
+		if classRank[t.Class] > classRank[m.class] {
+			m.class = t.Class
+		}
+	}
+}
+
+// structuralRefusal says why a refusal is structural ("" if no refused
+// table is).
+func structuralRefusal(re *mergeengine.RefusedError) string {
+	var why []string
+	for _, t := range re.Tables {
+		if t.Classification != nil && t.Classification.Class == classify.Structural {
+			why = append(why, t.Key.String()+": "+t.Classification.Reason)
+		}
+	}
+	return strings.Join(why, "; ")
 }
 
 // structuralIDs says why a change of a table's content is structural by
