@@ -91,6 +91,10 @@ type parityValidator struct {
 	// directly, as an admin bypassing the queue would, while the
 	// candidate is being validated.
 	bypass map[string]bool
+	// cancel: request ids cancelled by their submitter during their
+	// first validation.
+	cancel map[string]bool
+	queue  *mergequeue.Queue
 }
 
 func (v *parityValidator) Validate(ctx context.Context, c mergequeue.Candidate) ([]mergequeue.CheckResult, error) {
@@ -105,7 +109,14 @@ func (v *parityValidator) Validate(ctx context.Context, c mergequeue.Candidate) 
 	v.calls = append(v.calls, c.RequestID+"@"+c.Commit.String())
 	bypass := v.bypass[c.RequestID]
 	delete(v.bypass, c.RequestID)
+	cancel := v.cancel[c.RequestID]
+	delete(v.cancel, c.RequestID)
 	v.mu.Unlock()
+	if cancel {
+		if _, err := v.queue.Cancel(ctx, c.RequestID, c.Principal, "cancelled while validated"); err != nil {
+			return nil, err
+		}
+	}
 	if bypass {
 		head, err := v.store.GetRef("main")
 		if err != nil {
@@ -147,11 +158,11 @@ func (v *parityValidator) Validate(ctx context.Context, c mergequeue.Candidate) 
 
 func newScenario(t *testing.T) *scenario {
 	d := &scenario{cats: map[string]*rest.Catalog{}, ids: map[string]string{}, aliases: map[string]string{}, clock: &testClock{}}
-	d.val = &parityValidator{watch: map[string]bool{}, bypass: map[string]bool{}}
+	d.val = &parityValidator{watch: map[string]bool{}, bypass: map[string]bool{}, cancel: map[string]bool{}}
 	d.srv = testserver.Start(t, testserver.Options{MergeQueue: func(c *assemble.MergeQueue) {
 		c.Manual, c.Validator, c.Now = true, d.val, d.clock.now
 	}})
-	d.val.url, d.val.store = d.srv.URL, d.srv.Store
+	d.val.url, d.val.store, d.val.queue = d.srv.URL, d.srv.Store, d.srv.Queue
 	return d
 }
 
@@ -172,6 +183,10 @@ func (d *scenario) run(t *testing.T, td *datadriven.TestData) string {
 	case "bypass":
 		d.val.mu.Lock()
 		d.val.bypass[d.ids[arg(t, td, "during")]] = true
+		d.val.mu.Unlock()
+	case "cancel-during":
+		d.val.mu.Lock()
+		d.val.cancel[d.ids[td.CmdArgs[0].Key]] = true
 		d.val.mu.Unlock()
 	case "bypassed":
 		return fmt.Sprint(d.srv.Queue.Report(time.Time{}).Bypass)
