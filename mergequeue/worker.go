@@ -265,7 +265,7 @@ func (q *Queue) runBatch(ctx context.Context, target string, ids []string) error
 		members, err := q.build(ctx, target, cand, head, ids, vals)
 		if err != nil {
 			q.dropCandidate(ctx, cand)
-			q.requeue(ctx, ids, "the candidate could not be built ("+err.Error()+"); queued again")
+			q.requeue(context.WithoutCancel(ctx), ids, "the candidate could not be built ("+err.Error()+"); queued again")
 			return err
 		}
 		ids = ids[:0:0]
@@ -277,6 +277,13 @@ func (q *Queue) runBatch(ctx context.Context, target string, ids []string) error
 			return nil
 		}
 		q.validate(ctx, target, cand, head, members)
+		if ctx.Err() != nil {
+			// Shutting down: the checks were cut short, which says
+			// nothing about the requests.
+			q.dropCandidate(ctx, cand)
+			q.requeue(context.WithoutCancel(ctx), ids, "floe stopped while the candidate was validated; queued again")
+			return ctx.Err()
+		}
 		// Results are judged in queue order. The first member that
 		// fails, fails; the members after it were validated on
 		// candidates that hold its changes, so whatever their results
@@ -364,6 +371,9 @@ func (q *Queue) build(ctx context.Context, target, cand string, head versionstor
 	candHead := head
 	var members []*member
 	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return nil, err // shutting down: nothing here is the request's fault
+		}
 		r, err := q.Get(id)
 		if err != nil || r.State != StateValidating {
 			continue // cancelled meanwhile
@@ -375,6 +385,9 @@ func (q *Queue) build(ctx context.Context, target, cand string, head versionstor
 		}
 		changes, _, err := q.SourceChanges(ctx, candHead, src, r.Tables)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			q.finish(ctx, id, vals, StateFailed, "conflict", err.Error())
 			continue
 		}
@@ -568,7 +581,7 @@ func queueClass(t *classify.Table) string {
 
 // toReview sends a structural request to review.
 func (q *Queue) toReview(ctx context.Context, id string, m *member, why string) {
-	_, err := q.change(ctx, id, func(r *Request) error {
+	_, err := q.change(context.WithoutCancel(ctx), id, func(r *Request) error {
 		if r.State != StateValidating {
 			return errRequestChanged
 		}
@@ -581,9 +594,11 @@ func (q *Queue) toReview(ctx context.Context, id string, m *member, why string) 
 	}
 }
 
-// finish ends a request of the batch outside a landing.
+// finish ends a request of the batch outside a landing. The verdict is
+// recorded even if floe is stopping (ctx ended): it was reached, and
+// cancellations never reach here as verdicts.
 func (q *Queue) finish(ctx context.Context, id string, vals map[string][]apidoc.MergeValidation, state, code, reason string) {
-	_, err := q.change(ctx, id, func(r *Request) error {
+	_, err := q.change(context.WithoutCancel(ctx), id, func(r *Request) error {
 		if r.State != StateValidating {
 			return errRequestChanged
 		}
