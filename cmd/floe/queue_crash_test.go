@@ -15,8 +15,8 @@ import (
 )
 
 // TestQueueCrash kills `floe serve` with SIGKILL while its merge queue is
-// working through many requests, restarts it on the same data dir, and
-// checks every request ends exactly once: merged, with exactly one merge
+// working through many requests, three times, restarting it on the same
+// data dir each time, and checks every request ends exactly once: merged, with exactly one merge
 // commit on main carrying its id (none lost, none applied twice), and no
 // candidate branch left behind.
 func TestQueueCrash(t *testing.T) {
@@ -46,37 +46,46 @@ func TestQueueCrash(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	var merged int
-	for deadline := time.Now().Add(time.Minute); ; {
-		merged = len(listRequests(t, e, "merged"))
-		if merged > 0 {
+	// Kill it three times, each time as soon as more requests merged
+	// than at the last kill and a batch is being validated: in the middle
+	// of the queue and of a batch.
+	last := 0
+	for kill := 1; kill <= 3; kill++ {
+		var merged int
+		for deadline := time.Now().Add(time.Minute); ; {
+			merged = len(listRequests(t, e, "merged"))
+			if merged == n || (merged > last && len(listRequests(t, e, "validating")) > 0) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("kill %d: no request merged within a minute (%d merged)", kill, merged)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		if merged == n {
+			if kill == 1 {
+				t.Fatalf("all %d requests merged before the first kill; raise n", n)
+			}
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no request merged within a minute")
+		if err := p.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(2 * time.Millisecond)
+		_ = p.cmd.Wait()
+		t.Logf("kill %d with at least %d of %d requests merged", kill, merged, n)
+		last = merged
+		p = startServe(t, nil, args...)
+		e.addr = p.addr
 	}
-	if err := p.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = p.cmd.Wait()
-	if merged == n {
-		t.Fatalf("all %d requests merged before the kill; raise n", n)
-	}
-	t.Logf("killed with at least %d of %d requests merged", merged, n)
-
-	p = startServe(t, nil, args...)
-	e.addr = p.addr
 	deadline := time.Now().Add(2 * time.Minute)
 	for len(listRequests(t, e, "merged")) < n {
 		for _, st := range []string{"failed", "cancelled", "rejected", "review"} {
 			if got := listRequests(t, e, st); len(got) > 0 {
-				t.Fatalf("%d request(s) %s after the restart: %v", len(got), st, got)
+				t.Fatalf("%d request(s) %s after the restarts: %v", len(got), st, got)
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d requests merged two minutes after the restart", len(listRequests(t, e, "merged")), n)
+			t.Fatalf("only %d of %d requests merged two minutes after the last restart", len(listRequests(t, e, "merged")), n)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -118,7 +127,10 @@ func TestQueueCrash(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d request(s) were being validated at the kill and were queued again", requeued)
+	t.Logf("%d request(s) were being validated at a kill and were queued again", requeued)
+	if requeued == 0 {
+		t.Errorf("no kill hit a batch being validated")
+	}
 	var refs struct{ References []struct{ Name string } }
 	e.api(http.MethodGet, "/trees", nil, &refs)
 	for _, r := range refs.References {
