@@ -143,9 +143,15 @@ func (q *Queue) Process(ctx context.Context, target string) (bool, error) {
 	lock.Lock()
 	defer lock.Unlock()
 	q.checkBypass(ctx, target)
+	q.sweepCandidates(ctx, target)
 	ids, err := q.take(ctx, target)
-	if err != nil || len(ids) == 0 {
+	if err != nil {
+		// Those already marked validating go back: nothing was built.
+		q.requeue(context.WithoutCancel(ctx), ids, "the worker could not take the batch ("+err.Error()+"); queued again")
 		return false, err
+	}
+	if len(ids) == 0 {
+		return false, nil
 	}
 	return true, q.runBatch(ctx, target, ids)
 }
@@ -259,6 +265,7 @@ func (q *Queue) runBatch(ctx context.Context, target string, ids []string) error
 		// never blocks the next.
 		cand := fmt.Sprintf("%s%s/%s-%d-%s", CandidatePrefix, target, ids[0], build, uuid.NewString()[:8])
 		if _, err := q.store.CreateRef(ctx, versionstore.CreateRefRequest{Name: cand, Type: versionstore.Branch, Target: head, Principal: q.principal}); err != nil {
+			q.dropCandidate(ctx, cand) // in case it was created all the same
 			q.requeue(context.WithoutCancel(ctx), ids, "the candidate branch could not be created ("+err.Error()+"); queued again")
 			return fmt.Errorf("create candidate branch %s: %w", cand, err)
 		}
@@ -338,10 +345,29 @@ func (q *Queue) stillValidating(ids []string) []string {
 	return out
 }
 
+// sweepCandidates deletes target's candidate branches. It runs under the
+// target's lock, when no batch of it is in flight, so any it finds was
+// left behind (a delete that failed).
+func (q *Queue) sweepCandidates(ctx context.Context, target string) {
+	prefix := CandidatePrefix + target + "/"
+	for _, r := range q.store.ListRefs() {
+		// The rest of a candidate's name is one segment; a longer one
+		// belongs to a target under this one (main/x).
+		if rest, ok := strings.CutPrefix(r.Name, prefix); ok && !strings.Contains(rest, "/") && r.Type == versionstore.Branch {
+			q.logger.WarnContext(ctx, "merge queue: deleting a candidate branch left behind", "ref", r.Name)
+			q.dropCandidate(ctx, r.Name)
+		}
+	}
+}
+
 // dropCandidate deletes a candidate branch.
 func (q *Queue) dropCandidate(ctx context.Context, cand string) {
 	r, err := q.store.GetRef(cand)
+	if errors.Is(err, versionstore.ErrReferenceNotFound) {
+		return
+	}
 	if err != nil {
+		q.logger.WarnContext(ctx, "merge queue: cannot read a candidate branch to delete it", "ref", cand, "err", err)
 		return
 	}
 	if err := q.store.DeleteRef(context.WithoutCancel(ctx), versionstore.DeleteRefRequest{Name: cand, Expected: r.Head, Principal: q.principal}); err != nil {
