@@ -19,8 +19,9 @@ import (
 // FILE`; deploy/merge-queue.json is the documented example); without one
 // the queue uses DefaultRules.
 type Rules struct {
-	// Protected are the branches the queue is the single committer of: a
-	// commit that reaches one by any other path is counted as a bypass
+	// Protected are the branches the queue is the single committer of
+	// (none by default; deploy/merge-queue.json protects main): a commit
+	// that reaches one by any other path is counted as a bypass
 	// (floe_queue_bypass_commits_total) and logged. The default policy
 	// bundle's rule of the same name (data.floe.config.queue_protected)
 	// refuses such writes to everybody but admins.
@@ -63,13 +64,15 @@ type PrefixRule struct {
 
 // DefaultRules are the queue's rules without a configuration file, after
 // the seed's "Branch Hygiene": ingestion and transformation branches are
-// batched, checked and dropped once merged; user branches are batched and
-// kept; a backfill is admitted alone, dropped and tagged.
+// batched and dropped once merged; user and feature branches are batched
+// and kept; a backfill is admitted alone, dropped and tagged. No branch is
+// protected: making the queue a branch's single committer is the
+// operator's choice (Protected, and the policy's queue_protected), since
+// until then direct merges are how the branch is written.
 func DefaultRules() Rules {
 	return Rules{
-		Protected: []string{versionstore.DefaultBranch},
-		AgeLimit:  refretention.Duration(15 * time.Minute),
-		MaxBatch:  8,
+		AgeLimit: refretention.Duration(15 * time.Minute),
+		MaxBatch: 8,
 		Prefixes: []PrefixRule{
 			{Prefix: "ingest/", Class: "ingest", Batch: true, DropAfterMerge: true},
 			{Prefix: "transform/", Class: "transform", Batch: true, DropAfterMerge: true},

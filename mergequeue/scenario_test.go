@@ -159,8 +159,10 @@ func (v *parityValidator) Validate(ctx context.Context, c mergequeue.Candidate) 
 func newScenario(t *testing.T) *scenario {
 	d := &scenario{cats: map[string]*rest.Catalog{}, ids: map[string]string{}, aliases: map[string]string{}, clock: &testClock{}}
 	d.val = &parityValidator{watch: map[string]bool{}, bypass: map[string]bool{}, cancel: map[string]bool{}}
+	rules := mergequeue.DefaultRules()
+	rules.Protected = []string{"main"}
 	d.srv = testserver.Start(t, testserver.Options{MergeQueue: func(c *assemble.MergeQueue) {
-		c.Manual, c.Validator, c.Now = true, d.val, d.clock.now
+		c.Manual, c.Validator, c.Now, c.Rules = true, d.val, d.clock.now, &rules
 	}})
 	d.val.url, d.val.store, d.val.queue = d.srv.URL, d.srv.Store, d.srv.Queue
 	return d

@@ -39,8 +39,12 @@ func queueServer(t *testing.T) *testserver.Server {
 		t.Fatal(err)
 	}
 	return testserver.Start(t, testserver.Options{
-		Security:   &assemble.Security{Authn: authn.Config{TokenFile: file}, Policy: &policy.Options{}},
-		MergeQueue: func(c *assemble.MergeQueue) { c.Manual = true },
+		Security: &assemble.Security{Authn: authn.Config{TokenFile: file}, Policy: &policy.Options{}},
+		MergeQueue: func(c *assemble.MergeQueue) {
+			rules := mergequeue.DefaultRules()
+			rules.Protected = []string{"main"}
+			c.Manual, c.Rules = true, &rules
+		},
 	})
 }
 
