@@ -62,6 +62,8 @@ type Config struct {
 	// GC configures garbage collection of warehouse files (package gc),
 	// served by floe's API; its schedule is off unless Interval is set.
 	GC GC
+	// MergeQueue configures the merge queue, served by floe's API.
+	MergeQueue MergeQueue
 	// Routes are extra routes, mounted after the APIs'; for tests and
 	// embedders. They must only register handlers.
 	Routes []server.Mount

@@ -20,6 +20,7 @@ import (
 
 	"github.com/floe-catalog/floe/console"
 	"github.com/floe-catalog/floe/maintenance"
+	"github.com/floe-catalog/floe/mergequeue"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/authz"
@@ -41,7 +42,8 @@ type Process struct {
 	// backups backs up and exports the embedded store; nil over a
 	// backend other than Pebble.
 	backups *storebackup.Service
-	tracer trace.TracerProvider // Config.TracerProvider
+	tracer  trace.TracerProvider // Config.TracerProvider
+	queue   *mergequeue.Queue
 
 	// closers undo Build, in the order the services were built; Close
 	// runs them backwards.
@@ -56,7 +58,7 @@ type Process struct {
 type ServiceError struct {
 	// Service is "version store", "warehouse", "authentication",
 	// "decision log", "policy engine", "maintenance locks", "iceberg REST
-	// API", "merge engine", "ref retention", "garbage collector", "floe API"
+	// API", "merge engine", "ref retention", "garbage collector", "merge queue", "floe API"
 	// or "HTTP server".
 	Service string
 	Err     error
@@ -202,8 +204,17 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 		return nil, &ServiceError{Service: "garbage collector", Err: err}
 	}
 
+	queue, err := newMergeQueue(ctx, cfg.MergeQueue, p.store, merges, logger, registry)
+	if err != nil {
+		return nil, &ServiceError{Service: "merge queue", Err: err}
+	}
+	p.queue = queue
+
 	floeDeps := cfg.Floe
 	floeDeps.Store, floeDeps.Logger = p.store, logger
+	if floeDeps.Queue == nil {
+		floeDeps.Queue = queue
+	}
 	if floeDeps.Retention == nil {
 		floeDeps.Retention = retention
 	}
@@ -243,6 +254,9 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	workers.Go(func() { retention.Run(workCtx, cfg.RefRetention.ExpiryInterval) })
 	if cfg.GC.Interval > 0 {
 		workers.Go(func() { collector.Schedule(workCtx, cfg.GC.Interval) })
+	}
+	if !cfg.MergeQueue.Manual {
+		workers.Go(func() { queue.Run(workCtx) })
 	}
 	p.onClose("background workers", func() error {
 		stopWork()
@@ -288,6 +302,9 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 
 // Store is the process's version store; it is open until Close.
 func (p *Process) Store() *versionstore.Store { return p.store }
+
+// Queue is the process's merge queue.
+func (p *Process) Queue() *mergequeue.Queue { return p.queue }
 
 // Serve answers HTTP on ln until ctx ends, then shuts down: the HTTP
 // server drains (see server.Server.Serve), and only once it has returned

@@ -61,6 +61,13 @@ type AssignRefRequest struct {
 	Expected  Hash
 	Target    Hash
 	Principal string
+	// Records, if set, are stored in the same durable batch as the move,
+	// and only if the reference moves, as CommitRequest.Record: the merge
+	// queue lands a batch of requests by moving the target to the
+	// candidate it validated and writes every request's final state with
+	// that move. A conditional record whose condition fails fails the
+	// assignment with ErrRecordConflict, and nothing is written.
+	Records []Record
 }
 
 // AssignRef moves a branch or tag to any existing commit.
@@ -71,11 +78,22 @@ func (s *Store) AssignRef(ctx context.Context, req AssignRefRequest) (*Ref, erro
 	if _, err := s.commit(ctx, req.Target); err != nil {
 		return nil, fmt.Errorf("assign %q: %w", req.Name, err)
 	}
+	recs := make([]*preparedRecord, 0, len(req.Records))
+	for i := range req.Records {
+		p, err := s.prepareRecord(ctx, &req.Records[i])
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, p)
+	}
 	res, err := s.write(ctx, req.Name, func(ctx context.Context, t *refTxn) (any, error) {
 		if err := t.checkRef(req.Type, req.Expected); err != nil {
 			return nil, err
 		}
 		t.move(req.Target, RefLogAssign, req.Principal)
+		for _, p := range recs {
+			t.addRecord(p)
+		}
 		return t.ref, nil
 	})
 	if err != nil {

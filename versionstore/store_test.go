@@ -284,3 +284,65 @@ func TestRecords(t *testing.T) {
 		t.Fatalf("unexpired record was deleted: %v", err)
 	}
 }
+
+// TestAssignRefRecords: an assignment carries several records into its
+// durable batch, all or none: a stale expected head or one failed record
+// condition writes no record and leaves the reference where it was.
+func TestAssignRefRecords(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s := openStoreAt(t, dir, Options{})
+	c, err := s.Commit(ctx, CommitRequest{Branch: "main", Expected: NoAncestor, Operations: []Operation{put(key("n"), ns())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateRef(ctx, CreateRefRequest{Name: "cand", Type: Branch, Target: NoAncestor}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutRecord(ctx, Record{Key: "q/a", Value: []byte("validating")}); err != nil {
+		t.Fatal(err)
+	}
+	// Stale expected head: nothing written.
+	_, err = s.AssignRef(ctx, AssignRefRequest{Name: "cand", Expected: c.Commit.Hash, Target: c.Commit.Hash,
+		Records: []Record{{Key: "q/b", Value: []byte("merged")}}})
+	if !errors.Is(err, ErrReferenceConflict) {
+		t.Fatalf("stale assign: %v", err)
+	}
+	if _, err := s.GetRecord(ctx, "q/b"); !errors.Is(err, ErrRecordNotFound) {
+		t.Fatalf("record of a failed assign: %v", err)
+	}
+	// One record's condition fails: no record, no move.
+	_, err = s.AssignRef(ctx, AssignRefRequest{Name: "cand", Expected: NoAncestor, Target: c.Commit.Hash, Records: []Record{
+		{Key: "q/b", Value: []byte("merged")},
+		{Key: "q/a", Value: []byte("merged"), If: &RecordCondition{Exists: true, Value: []byte("queued")}},
+	}})
+	if !errors.Is(err, ErrRecordConflict) {
+		t.Fatalf("assign with a failed condition: %v", err)
+	}
+	if head(t, s, "cand") != NoAncestor {
+		t.Fatal("a refused assign moved the reference")
+	}
+	if _, err := s.GetRecord(ctx, "q/b"); !errors.Is(err, ErrRecordNotFound) {
+		t.Fatalf("record of a refused assign: %v", err)
+	}
+	// Both conditions hold: the move and both records, durably.
+	_, err = s.AssignRef(ctx, AssignRefRequest{Name: "cand", Expected: NoAncestor, Target: c.Commit.Hash, Records: []Record{
+		{Key: "q/b", Value: []byte("merged")},
+		{Key: "q/a", Value: []byte("merged"), If: &RecordCondition{Exists: true, Value: []byte("validating")}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openStoreAt(t, dir, Options{})
+	if head(t, s2, "cand") != c.Commit.Hash {
+		t.Fatal("assign not durable")
+	}
+	for _, k := range []string{"q/a", "q/b"} {
+		if r, err := s2.GetRecord(ctx, k); err != nil || string(r.Value) != "merged" {
+			t.Fatalf("record %s after reopen: %v %v", k, r, err)
+		}
+	}
+}

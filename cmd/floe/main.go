@@ -64,7 +64,8 @@ func newRootCommand() *cobra.Command {
 	registerGlobalClientFlags(root)
 	plainBoolHelp(root)
 	root.AddCommand(newServeCommand(), newVersionCommand(), newBranchCommand(), newTagCommand(), newLogCommand(), newDiffCommand(), newShowCommand(), newLsCommand(), newMergeCommand(), newTransplantCommand(), newAuthCommand(),
-		newMaintenanceCommand(), newTableCommand(), newGCCommand())
+		newMaintenanceCommand(), newTableCommand(), newGCCommand(),
+		newQueueCommand())
 	root.AddCommand(newAdminCommand())
 	root.AddCommand(newHealthcheckCommand())
 	return root

@@ -12,6 +12,7 @@ import (
 
 	"github.com/floe-catalog/floe/assemble"
 	"github.com/floe-catalog/floe/icebergtable"
+	"github.com/floe-catalog/floe/mergequeue"
 	"github.com/floe-catalog/floe/refretention"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/server"
@@ -31,6 +32,7 @@ func newServeCommand() *cobra.Command {
 	var memoryLimit int64
 	var allowedLocations []string
 	var refRetentionFile string
+	var mergeQueueFile string
 	wf := &warehouseFlags{}
 	secFlags := &securityFlags{}
 
@@ -102,6 +104,13 @@ func newServeCommand() *cobra.Command {
 				logger.Info("tracing on", "exporter", tp.Exporter)
 			}
 			cfg.TracerProvider = tp
+			if mergeQueueFile != "" {
+				rules, err := mergequeue.LoadRules(mergeQueueFile)
+				if err != nil {
+					return err
+				}
+				cfg.MergeQueue.Rules = &rules
+			}
 			// cmd.Context() ends at the first SIGINT or SIGTERM: the HTTP
 			// server drains, then every service closes, the store last;
 			// then the spans still buffered are flushed.
@@ -127,6 +136,7 @@ func newServeCommand() *cobra.Command {
 	f.Int64Var(&maxMetadataFileBytes, "max-metadata-file-bytes", maxMetadataFileBytes, "largest Iceberg table or view metadata file read (after gunzipping); a larger one is refused")
 	f.StringVar(&refRetentionFile, "ref-retention", "", "JSON file of branch retention defaults by name prefix and protected prefixes (see refretention/README.md); without it: ingest/ 2d, transform/ 7d, feature/ and users/ 30d, others never expire")
 	f.DurationVar(&cfg.RefRetention.ExpiryInterval, "ref-expiry-interval", time.Hour, "how often expired branches and tags are deleted; 0 turns the background sweep off (floe branch expire still runs one)")
+	f.StringVar(&mergeQueueFile, "merge-queue", "", "JSON file of the merge queue's rules: protected branches (the queue is their single committer), age limit, batch size, and per source prefix batching, required checks, drop after merge and tag (see mergequeue/README.md, deploy/merge-queue.json); without it: no branch protected, ingest/ transform/ users/ feature/ batched, backfill/ alone")
 	f.DurationVar(&cfg.GC.Interval, "gc-interval", 0, "run garbage collection (floe gc) this often in the background; 0 never (runs only when asked)")
 	f.DurationVar(&cfg.GC.Grace, "gc-grace", 0, "how old an unreferenced warehouse file must be before garbage collection deletes it; 0 means 72h")
 	f.StringVar(&cfg.GC.ReportFile, "gc-report-file", "", "file each garbage collection run's report is written to as JSON (the last report is also kept in the store)")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/floe-catalog/floe/gc"
 	"github.com/floe-catalog/floe/maintenance"
+	"github.com/floe-catalog/floe/mergequeue"
 	"github.com/floe-catalog/floe/refretention"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/storebackup"
@@ -61,6 +62,8 @@ type Deps struct {
 	// Backups backs up and exports the embedded store (backup.go); nil
 	// answers 501.
 	Backups *storebackup.Service
+	// Queue is the merge queue (queue.go); nil answers 501.
+	Queue *mergequeue.Queue
 }
 
 // API is floe's own API over its services.
@@ -76,6 +79,7 @@ type API struct {
 	gc          *gc.Collector
 	merges      MergePlanner
 	backups     *storebackup.Service
+	queue       *mergequeue.Queue
 }
 
 // New builds the API over deps.
@@ -84,6 +88,7 @@ func New(deps Deps) (*API, error) {
 		return nil, errors.New("floe API: no version store")
 	}
 	a := &API{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, gc: deps.GC, merges: deps.Merges}
+	a.queue = deps.Queue
 	a.retention = deps.Retention
 	a.maintenance, a.tableStats = deps.Maintenance, deps.TableStats
 	a.backups = deps.Backups
@@ -126,6 +131,7 @@ func (a *API) routes() []route {
 	routes = append(routes, a.gcRoutes()...)
 	routes = append(routes, a.mergeRoutes()...)
 	routes = append(routes, a.backupRoutes()...)
+	routes = append(routes, a.queueRoutes()...)
 	return routes
 }
 

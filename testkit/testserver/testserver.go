@@ -12,6 +12,7 @@ import (
 
 	"github.com/floe-catalog/floe/assemble"
 	"github.com/floe-catalog/floe/maintenance"
+	"github.com/floe-catalog/floe/mergequeue"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/floeapi"
 	"github.com/floe-catalog/floe/rest/icebergrest"
@@ -43,6 +44,9 @@ type Options struct {
 	// Maintenance, if set, adjusts the maintenance locks' options (a
 	// test's clock, say).
 	Maintenance func(*maintenance.Options)
+	// MergeQueue, if set, adjusts the merge queue's configuration (a
+	// validator, Manual to step it with Server.Queue.Process).
+	MergeQueue func(*assemble.MergeQueue)
 	// Routes are extra routes, mounted after the APIs'.
 	Routes []server.Mount
 	// Logger receives the server's logs; nil discards them.
@@ -60,6 +64,8 @@ type Server struct {
 	// Addr is its host:port.
 	Addr  string
 	Store *versionstore.Store
+	// Queue is the server's merge queue.
+	Queue *mergequeue.Queue
 	// Dir holds the store and the warehouse; WarehouseDir is the
 	// warehouse directory and Warehouse its file:// URL.
 	Dir, WarehouseDir, Warehouse string
@@ -107,6 +113,9 @@ func Start(t testing.TB, opts Options) *Server {
 		opts.Maintenance(&cfg.Maintenance)
 	}
 	cfg.Store = opts.Store
+	if opts.MergeQueue != nil {
+		opts.MergeQueue(&cfg.MergeQueue)
+	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -121,6 +130,7 @@ func Start(t testing.TB, opts Options) *Server {
 		t.Fatal(err)
 	}
 	s.Store = p.Store()
+	s.Queue = p.Queue()
 	s.Addr = ln.Addr().String()
 	s.URL = "http://" + s.Addr
 	ctx, cancel := context.WithCancel(context.Background())

@@ -105,6 +105,7 @@ denials contains main_rule if {
 	write_class == "main"
 	kind != "merge"
 	kind != "maintenance"
+	kind != "review"
 	input.action != "ref.delete"
 }
 
@@ -169,6 +170,47 @@ allows contains sprintf("group %s may hold maintenance locks", [config.groups.ad
 	kind == "maintenance"
 	write_ref.type == "branch"
 	is_admin
+}
+
+# --- merge queue ------------------------------------------------------
+
+# queue.submit asks the merge queue to merge the source (ref) into the
+# target: decided as that merge is, with contents the keys the source
+# changed. queue.approve (approve, reject, or cancel another principal's
+# request) is a review of the target's queue, for groups admins and
+# reviewers.
+kind := "merge" if input.action == "queue.submit"
+
+kind := "review" if input.action == "queue.approve"
+
+is_reviewer if config.groups.reviewers in input.principal.groups
+
+is_reviewer if is_admin
+
+allows contains sprintf("groups %s and %s may review merge requests", [config.groups.admins, config.groups.reviewers]) if {
+	kind == "review"
+	write_ref.type == "branch"
+	is_reviewer
+}
+
+denials contains sprintf("reviewing merge requests requires group %s or %s", [config.groups.admins, config.groups.reviewers]) if {
+	kind == "review"
+	not is_reviewer
+}
+
+# Single committer: a branch listed in config.queue_protected (as in the
+# queue's own rules, `floe serve --merge-queue`) is written only by the
+# merge queue. Direct merges, transplants and content writes are refused
+# to everybody but admins, whose writes the queue counts as bypasses
+# (floe_queue_bypass_commits_total).
+denials contains sprintf("%s is written only through the merge queue (floe queue submit)", [write_ref.name]) if {
+	write_ref.type == "branch"
+	write_ref.name in config.queue_protected
+	input.action != "queue.submit"
+	kind != "ref"
+	kind != "admin"
+	kind != "maintenance"
+	not is_admin
 }
 
 # --- tags and detached refs -------------------------------------------

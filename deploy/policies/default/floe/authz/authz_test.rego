@@ -369,6 +369,32 @@ test_group_names_configurable if {
 	allowed(req(pipe, "commit", branch("ingest/a"))) with data.floe.config.groups as renamed
 }
 
+# --- merge queue ---
+
+reviewer := {"id": "rev", "groups": ["reviewers"], "anonymous": false}
+
+test_queue_submit_decided_as_a_merge if {
+	allowed(merge_req(publisher, "queue.submit", "dev", "main", [put(["sales", "orders"])]))
+	denied_with(merge_req(alice, "queue.submit", "users/alice/x", "main", []), "main is written only through merges by group publishers")
+	allowed(merge_req(alice, "queue.submit", "main", "users/alice/x", []))
+}
+
+test_queue_approve_for_reviewers_and_admins if {
+	allowed(merge_req(reviewer, "queue.approve", "main", "main", []))
+	allowed(merge_req(admin, "queue.approve", "main", "main", []))
+	denied_with(merge_req(publisher, "queue.approve", "main", "main", []), "reviewing merge requests requires group admins or reviewers")
+}
+
+test_queue_protected_branch_single_committer if {
+	prot := object.union(data.floe.config, {"queue_protected": ["main", "release"]})
+	denied_with(merge_req(publisher, "merge", "dev", "main", []), "main is written only through the merge queue (floe queue submit)") with data.floe.config as prot
+	allowed(merge_req(publisher, "queue.submit", "dev", "main", [])) with data.floe.config as prot
+	denied_with(req(pub_release, "commit", branch("release")), "release is written only through the merge queue (floe queue submit)") with data.floe.config as prot
+	allowed(merge_req(publisher, "merge", "dev", "main", [])) # not protected by default
+}
+
+pub_release := {"id": "pub", "groups": ["publishers"], "anonymous": false}
+
 # --- fallback ---
 
 test_fallback_names_action_and_branch if {

@@ -1,0 +1,154 @@
+package mergequeue
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/floe-catalog/floe/internal/apidoc"
+	"github.com/floe-catalog/floe/versionstore"
+)
+
+// Request is one merge request, as stored and as the API answers it.
+type Request = apidoc.MergeRequest
+
+// Report is the queue's summary (Queue.Report).
+type Report = apidoc.MergeQueueReport
+
+// The states of a request. queued → validating → merged is the way of a
+// request that lands; validating → failed when a merge or a check refuses
+// it; queued → review when it changes a table's structure, then back to
+// queued (approved) or rejected; cancelled from any state before merged.
+// merged, failed, cancelled and rejected are final.
+const (
+	StateQueued     = "queued"
+	StateValidating = "validating"
+	StateReview     = "review"
+	StateMerged     = "merged"
+	StateFailed     = "failed"
+	StateCancelled  = "cancelled"
+	StateRejected   = "rejected"
+)
+
+// Final reports whether a state is final.
+func Final(state string) bool {
+	switch state {
+	case StateMerged, StateFailed, StateCancelled, StateRejected:
+		return true
+	}
+	return false
+}
+
+// The classifications of a request: the heaviest of its tables'.
+const (
+	ClassFastForward = "fast-forward"
+	ClassCherryPick  = "cherry-pick"
+	ClassRebase      = "rebase"
+	ClassStructural  = "structural"
+)
+
+// CandidatePrefix names the queue's own branches: the candidates it builds
+// at a target's head before moving the target. Nothing else should write
+// them; the queue deletes them once a batch lands or fails, and on start.
+const CandidatePrefix = "floe-queue/"
+
+// recordPrefix keys the requests' records in the store.
+const recordPrefix = "mergequeue/request/"
+
+func recordKey(id string) string { return recordPrefix + id }
+
+// Validator validates a candidate: the exact commit the target would move
+// to. It is called once per candidate commit; results are never reused for
+// another candidate. An error counts as a failed validation with the
+// error as its reason.
+type Validator interface {
+	Validate(ctx context.Context, c Candidate) ([]CheckResult, error)
+}
+
+// ValidatorFunc adapts a function to Validator.
+type ValidatorFunc func(ctx context.Context, c Candidate) ([]CheckResult, error)
+
+// Validate calls f.
+func (f ValidatorFunc) Validate(ctx context.Context, c Candidate) ([]CheckResult, error) {
+	return f(ctx, c)
+}
+
+// Candidate is what a validator judges: request RequestID's changes merged
+// onto Target's head TargetHead (after the requests ahead of it in its
+// batch), giving Commit, readable as lake@<Commit> or on the candidate
+// branch CandidateRef. Tables are the tables the request merges.
+type Candidate struct {
+	RequestID      string
+	Target         string
+	TargetHead     versionstore.Hash
+	Commit         versionstore.Hash
+	CandidateRef   string
+	SourceRef      string
+	SourceHash     versionstore.Hash
+	Principal      string
+	RequiredChecks []string
+	Tables         []versionstore.ContentKey
+}
+
+// CheckResult is one check's verdict.
+type CheckResult = apidoc.MergeCheckResult
+
+// SubmitRequest asks for a merge request.
+type SubmitRequest struct {
+	// Source is a ref expression (branch, tag, name@hash, @hash); it is
+	// resolved when the request is made.
+	Source string
+	// Target is the branch merged into.
+	Target string
+	// Tables, if set, restricts the merge to these tables (dotted names).
+	Tables         []string
+	Priority       int
+	RequiredChecks []string
+	IdempotencyKey string
+	Message        string
+	Principal      string
+}
+
+// requestID names a new request: derived from the idempotency key (with
+// the principal, whose keys they are) so a retried submit finds the first,
+// or random.
+func requestID(principal, key string) string {
+	if key == "" {
+		return "mr-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:20]
+	}
+	sum := sha256.Sum256([]byte(principal + "\x00" + key))
+	return "mr-" + hex.EncodeToString(sum[:10])
+}
+
+func encodeRequest(r *Request) []byte {
+	b, _ := json.Marshal(r) // strings, numbers, times and slices of them: cannot fail
+	return b
+}
+
+func decodeRequest(b []byte) (*Request, error) {
+	var r Request
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("decode merge request: %w", err)
+	}
+	return &r, nil
+}
+
+// cloneRequest deep-copies the slices a caller might modify.
+func cloneRequest(r *Request) *Request {
+	c, _ := decodeRequest(encodeRequest(r))
+	return c
+}
+
+// parseTable reads a dotted table name.
+func parseTable(s string) (versionstore.ContentKey, error) {
+	k := versionstore.ContentKey(strings.Split(s, "."))
+	if err := k.Validate(); err != nil || len(k) < 2 {
+		return nil, fmt.Errorf("%w: table %q: want namespace.name", versionstore.ErrInvalid, s)
+	}
+	return k, nil
+}
