@@ -64,6 +64,9 @@ type Config struct {
 	GC GC
 	// MergeQueue configures the merge queue, served by floe's API.
 	MergeQueue MergeQueue
+	// MergeChecks configure the validation of the queue's candidates,
+	// used unless MergeQueue.Validator is set.
+	MergeChecks MergeChecks
 	// Routes are extra routes, mounted after the APIs'; for tests and
 	// embedders. They must only register handlers.
 	Routes []server.Mount

@@ -204,7 +204,13 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 		return nil, &ServiceError{Service: "garbage collector", Err: err}
 	}
 
-	queue, err := newMergeQueue(ctx, cfg.MergeQueue, p.store, merges, logger, registry)
+	queueCfg := cfg.MergeQueue
+	if queueCfg.Validator == nil {
+		if queueCfg.Validator, err = newMergeValidator(cfg.MergeChecks, p.store, warehouses, engine, logger); err != nil {
+			return nil, &ServiceError{Service: "merge checks", Err: err}
+		}
+	}
+	queue, err := newMergeQueue(ctx, queueCfg, p.store, merges, logger, registry)
 	if err != nil {
 		return nil, &ServiceError{Service: "merge queue", Err: err}
 	}

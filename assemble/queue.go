@@ -18,8 +18,8 @@ type MergeQueue struct {
 	// nil means mergequeue.DefaultRules() (`floe serve --merge-queue
 	// FILE` reads them from a file).
 	Rules *mergequeue.Rules
-	// Validator judges every candidate; nil passes candidates without
-	// required checks (the validation package is wired here).
+	// Validator judges every candidate; nil means mergecheck's, built
+	// from Config.MergeChecks (see mergecheck.go).
 	Validator mergequeue.Validator
 	// Manual runs no background worker: requests are processed only by
 	// calls to Queue.Process (tests step the queue deterministically).

@@ -93,6 +93,9 @@ type Candidate struct {
 	Principal      string
 	RequiredChecks []string
 	Tables         []versionstore.ContentKey
+	// Approved says a reviewer approved the request's structural change,
+	// which the validator then lets pass.
+	Approved bool
 }
 
 // CheckResult is one check's verdict.

@@ -671,6 +671,7 @@ func (q *Queue) validate(ctx context.Context, target, cand string, head versions
 		c := Candidate{
 			RequestID: r.ID, Target: target, TargetHead: head, Commit: m.commit, CandidateRef: cand,
 			SourceRef: r.SourceRef, SourceHash: src, Principal: r.Principal, RequiredChecks: r.RequiredChecks, Tables: m.keys,
+			Approved: r.Approved,
 		}
 		wg.Go(func() { m.val = q.validateOne(ctx, c) })
 	}

@@ -77,6 +77,18 @@ func ExportDir(ctx context.Context, dataDir, file string, opts storeexport.Expor
 	return report(file, start, time.Now(), st), nil
 }
 
+// ImportInto imports the export in file into be, an empty store of any
+// backend (a PostgreSQL database, for a move off the embedded store). A
+// failed import leaves only unreachable objects in be: run it again.
+func ImportInto(ctx context.Context, file string, be backend.Backend) (*storeexport.Stats, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("import: %w", err)
+	}
+	defer f.Close()
+	return storeexport.Import(ctx, be, f, storeexport.ImportOptions{})
+}
+
 // ImportDir imports the export in file into a new Pebble store in dataDir,
 // which must not exist or be empty. If the import fails, what it wrote is
 // removed again.

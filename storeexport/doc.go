@@ -13,7 +13,7 @@
 // a truncated or corrupt file leaves nothing visible in the target.
 //
 // Compare holds two backends to the same content; the tests use it after
-// an import and the lead reruns it against other backends.
+// an import, into Pebble here and into PostgreSQL in storebackup.
 //
 // It must not import the version store above the backend interface, any
 // backend implementation, HTTP or Iceberg packages.

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/floe-catalog/floe/assemble"
 	"github.com/floe-catalog/floe/internal/floeclient"
 	"github.com/floe-catalog/floe/storebackup"
 	"github.com/floe-catalog/floe/storeexport"
+	"github.com/floe-catalog/floe/versionstore/pgbackend"
 )
 
 // adminTimeout is the request timeout of backup and export unless
@@ -152,26 +155,43 @@ func printExport(out io.Writer, rep *storebackup.ExportReport, asJSON bool, wher
 }
 
 func newAdminImportCommand() *cobra.Command {
-	var dataDir string
+	var dataDir, store string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "import FILE --data-dir DIR",
+		Use:   "import FILE --data-dir DIR | --store postgres://...",
 		Short: "Import an export into an empty store (runs here, no server)",
-		Long: "Reads FILE (written by `floe admin export`) into a new store in the data\n" +
-			"directory DIR, which must be empty or not exist. Every object's hash and\n" +
+		Long: "Reads FILE (written by `floe admin export`) into a new store: the data\n" +
+			"directory DIR, which must be empty or not exist, or with --store (or\n" +
+			"FLOE_STORE, which keeps a password off the command line) an empty\n" +
+			"PostgreSQL database, which is how a catalog moves off the embedded\n" +
+			"store. Every object's hash and\n" +
 			"the file's checksum are checked; the references, the reference log and the\n" +
 			"records are written last, in one batch, so a truncated or corrupt file\n" +
 			"leaves nothing behind (a failed import removes what it wrote).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if dataDir == "" {
-				return errors.New("import: --data-dir is required: the data directory of the new store")
+			if store == "" {
+				store = os.Getenv("FLOE_STORE")
+			}
+			kind, where, err := assemble.ParseStore(store, dataDir)
+			if err != nil {
+				return fmt.Errorf("import: %w", err)
+			}
+			if kind == assemble.StorePebble && where == "" {
+				return errors.New("import: --data-dir is required: the data directory of the new store (or --store postgres://...)")
 			}
 			start := time.Now()
-			st, err := storebackup.ImportDir(cmd.Context(), args[0], dataDir)
+			var st *storeexport.Stats
+			if kind == assemble.StorePebble {
+				st, err = storebackup.ImportDir(cmd.Context(), args[0], where)
+			} else {
+				st, err = importPostgres(cmd.Context(), args[0], where)
+				where = "the PostgreSQL store"
+			}
 			if err != nil {
 				return err
 			}
+			dataDir = where
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), st)
 			}
@@ -181,6 +201,17 @@ func newAdminImportCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "data directory of the new store (empty or not existing)")
+	cmd.Flags().StringVar(&store, "store", "", "the new store as floe serve --store names it: pebble:DIR or postgres://... (an empty database); default FLOE_STORE")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the counts as JSON")
 	return cmd
+}
+
+// importPostgres imports file into the empty PostgreSQL store at dsn.
+func importPostgres(ctx context.Context, file, dsn string) (*storeexport.Stats, error) {
+	be, err := pgbackend.Open(ctx, dsn, pgbackend.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("import: opening the PostgreSQL store: %w", err)
+	}
+	defer be.Close()
+	return storebackup.ImportInto(ctx, file, be)
 }

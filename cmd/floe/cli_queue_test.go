@@ -16,6 +16,7 @@ import (
 // cannot be cancelled.
 func TestCLIQueue(t *testing.T) {
 	e := newCLIEnv(t)
+	e.realMetadata = true
 	e.put("main", "create db.t1", "v1", "db", "db.t1")
 	e.ok(t, "branch", "create", "ingest/a")
 	e.put("ingest/a", "add db.t2", "v1", "db.t2")
@@ -86,7 +87,7 @@ func (e *cliEnv) putTable(branch, key, version string, schemaID int) {
 	e.t.Helper()
 	elems := strings.Split(key, ".")
 	content := map[string]any{"type": "ICEBERG_TABLE", "snapshotId": 1, "schemaId": schemaID, "specId": 0, "sortOrderId": 0,
-		"metadataLocation": e.warehouse + "/" + key + "/" + version + ".metadata.json"}
+		"metadataLocation": e.writeMetadata(key, version, schemaID)}
 	var entries struct{ Entries []struct{ ContentID string } }
 	e.api(http.MethodGet, "/trees/"+url.PathEscape(branch)+"/entries?key="+url.QueryEscape(key), nil, &entries)
 	if len(entries.Entries) == 1 {

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/floe-catalog/floe/testkit/testserver"
 )
 
 // cliEnv is a real `floe serve` and the means to drive it: the floe CLI as
@@ -28,6 +30,10 @@ type cliEnv struct {
 	// warehouse is the server's warehouse root URL: tables committed
 	// through the Nessie API name metadata files below it.
 	warehouse string
+	// realMetadata makes put write the metadata files its tables name
+	// (the merge queue's checks read them); without it they do not exist,
+	// and merges treat tables both sides changed as key conflicts.
+	realMetadata bool
 }
 
 func newCLIEnv(t *testing.T) *cliEnv {
@@ -144,7 +150,7 @@ func (e *cliEnv) put(branch, message, version string, keys ...string) string {
 		content := map[string]any{"type": "NAMESPACE", "elements": elems}
 		if len(elems) > 1 {
 			content = map[string]any{"type": "ICEBERG_TABLE", "snapshotId": 1, "schemaId": 0, "specId": 0, "sortOrderId": 0,
-				"metadataLocation": e.warehouse + "/" + k + "/" + version + ".metadata.json"}
+				"metadataLocation": e.metadataLocation(k, version)}
 			var entries struct{ Entries []struct{ ContentID string } }
 			e.api(http.MethodGet, "/trees/"+url.PathEscape(branch)+"/entries?key="+url.QueryEscape(k), nil, &entries)
 			if len(entries.Entries) == 1 {
@@ -157,6 +163,25 @@ func (e *cliEnv) put(branch, message, version string, keys ...string) string {
 	e.api(http.MethodPost, "/trees/"+url.PathEscape(branch+"@"+e.head(branch))+"/history/commit",
 		map[string]any{"commitMeta": map[string]any{"message": message, "author": "alice"}, "operations": ops}, &r)
 	return r.TargetBranch.Hash
+}
+
+// metadataLocation names table key's metadata file of version, which
+// exists only when e.realMetadata is set.
+func (e *cliEnv) metadataLocation(key, version string) string {
+	if e.realMetadata {
+		return e.writeMetadata(key, version, 0)
+	}
+	return e.warehouse + "/" + key + "/" + version + ".metadata.json"
+}
+
+// writeMetadata writes a real metadata file of table key (see
+// testserver.WriteTableMetadata) under the warehouse and returns its
+// location: the merge queue's checks read it.
+func (e *cliEnv) writeMetadata(key, version string, schemaID int) string {
+	e.t.Helper()
+	loc := e.warehouse + "/" + key + "/" + version + ".metadata.json"
+	testserver.WriteTableMetadata(e.t, loc, schemaID)
+	return loc
 }
 
 // graphShape is the lane drawing of each line of `log --graph --oneline`

@@ -25,7 +25,7 @@ func TestQueueCrash(t *testing.T) {
 	args := []string{"--addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--warehouse", filepath.Join(dir, "warehouse")}
 	p := startServe(t, nil, args...)
 	e := &cliEnv{t: t, addr: p.addr, http: &http.Client{Timeout: 10 * time.Second},
-		warehouse: "file://" + filepath.ToSlash(filepath.Join(dir, "warehouse"))}
+		warehouse: "file://" + filepath.ToSlash(filepath.Join(dir, "warehouse")), realMetadata: true}
 	e.put("main", "create db", "v1", "db")
 	main := e.head("main")
 	for i := range n {

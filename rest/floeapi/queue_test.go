@@ -2,6 +2,7 @@ package floeapi_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -68,7 +69,9 @@ func branchWith(t *testing.T, s *testserver.Server, name string, schemaID int32,
 		key := versionstore.ContentKey(strings.Split(k, "."))
 		c := &versionstore.Content{Type: versionstore.Namespace}
 		if len(key) > 1 {
-			c = &versionstore.Content{Type: versionstore.IcebergTable, MetadataLocation: s.Warehouse + "/" + k + "/m.metadata.json", SchemaID: schemaID}
+			loc := fmt.Sprintf("%s/%s/%s-%d.metadata.json", s.Warehouse, k, strings.ReplaceAll(name, "/", "-"), schemaID)
+			testserver.WriteTableMetadata(t, loc, int(schemaID))
+			c = &versionstore.Content{Type: versionstore.IcebergTable, MetadataLocation: loc, SchemaID: schemaID}
 			if old, err := s.Store.GetContent(ctx, head.Head, key); err == nil {
 				c.ID = old.ID
 			}
@@ -138,6 +141,19 @@ func TestMergeRequestsHTTP(t *testing.T) {
 	var got mergequeue.Request
 	if status, body := call(t, s, "alice", http.MethodGet, "/merge-requests/"+a.ID, nil, &got); status != http.StatusOK || got.State != mergequeue.StateMerged || got.LandedCommit == "" {
 		t.Fatalf("GET the merged request: %d %s", status, body)
+	}
+	// The process validates with mergecheck: its built-in checks and the
+	// bundle's merge rules ran on the candidate that landed.
+	checks := map[string]bool{}
+	if n := len(got.Validations); n > 0 && got.Validations[n-1].Candidate == got.LandedCommit {
+		for _, r := range got.Validations[n-1].Results {
+			checks[r.Name] = r.Passed
+		}
+	}
+	for _, name := range []string{"lineage", "schema", "policy"} {
+		if passed, ran := checks[name]; !ran || !passed {
+			t.Errorf("check %s on the landed candidate: ran %v, passed %v (results %v)", name, ran, passed, checks)
+		}
 	}
 	status, body = call(t, s, "alice", http.MethodGet, "/merge-requests/mr-nope", nil, nil)
 	wantError(t, "unknown request", status, body, http.StatusNotFound, floeapi.CodeNotFound, "mr-nope")
