@@ -225,10 +225,6 @@ func serveFlags(t *testing.T) map[string]bool {
 	return out
 }
 
-// pending are variables of flags other work on issue 18 brings: allowed
-// before they land, checked like the others once they have.
-var pending = map[string]string{"FLOE_STORE": "--store, the PostgreSQL backend"}
-
 // checkPod checks the pod template both modes share and returns the
 // floe container.
 func checkPod(t *testing.T, ms manifests, pod any) any {
@@ -265,10 +261,6 @@ func checkPod(t *testing.T, ms manifests, pod any) any {
 	}
 	flags := serveFlags(t)
 	for name := range e {
-		if why, ok := pending[name]; ok && !flags[name] {
-			t.Logf("%s is not a flag of floe serve yet (%s)", name, why)
-			continue
-		}
 		if strings.HasPrefix(name, "FLOE_") && !flags[name] {
 			t.Errorf("%s is no flag of floe serve", name)
 		}
