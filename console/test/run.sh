@@ -68,16 +68,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Two principals: admin may do everything the default policy allows
+# Three principals: admin may do everything the default policy allows
 # (groups admins, publishers and ingest); viewer is in no group, so it may read
-# but not create, delete or merge branches.
+# but not create, delete or merge branches, nor review merge requests;
+# reviewer (group reviewers) may approve and reject merge requests.
 admin_token="admin-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 viewer_token="viewer-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+reviewer_token="reviewer-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 hash() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
 cat >"$work/tokens.json" <<EOF
 {"tokens": [
   {"sha256": "$(hash "$admin_token")", "principal": "admin", "groups": ["admins", "publishers", "ingest"]},
-  {"sha256": "$(hash "$viewer_token")", "principal": "viewer", "groups": []}
+  {"sha256": "$(hash "$viewer_token")", "principal": "viewer", "groups": []},
+  {"sha256": "$(hash "$reviewer_token")", "principal": "reviewer", "groups": ["reviewers"]}
 ]}
 EOF
 
@@ -107,7 +110,7 @@ cd "$root"
 
 rm -rf "$shots"
 status=0
-FLOE_URL="$url" FLOE_ADMIN_TOKEN="$admin_token" FLOE_VIEWER_TOKEN="$viewer_token" FLOE_SCREENSHOTS="$shots" CHROMIUM="$chromium" \
+FLOE_URL="$url" FLOE_ADMIN_TOKEN="$admin_token" FLOE_VIEWER_TOKEN="$viewer_token" FLOE_REVIEWER_TOKEN="$reviewer_token" FLOE_SCREENSHOTS="$shots" CHROMIUM="$chromium" \
 	FLOE_OAUTH_CLIENT=console-reader FLOE_OAUTH_SECRET="$oauth_secret" \
 	timeout -k 10 "${CONSOLE_TEST_TIMEOUT:-300}" \
 	node --test --test-concurrency=1 "$here/console.test.mjs" || status=$?

@@ -4,10 +4,12 @@
 // engines would. It is run by console/test/run.sh; it is no part of floe.
 //
 // What it leaves: on main (by merges of a branch ingest/staging, as the default
-// policy lets main be written only through merges), tables sales.orders (partitioned by region) and
-// sales.customers, a view sales.big_orders, a merged branch ingest/hotfix and a
+// policy lets main be written only through merges), tables sales.orders (partitioned by region),
+// sales.customers and sales.regions, a view sales.big_orders, a merged branch ingest/hotfix and a
 // tag v1; a branch ingest/daily with two more appends to sales.orders, a new
-// column on sales.customers and a new table sales.returns, not merged.
+// column on sales.customers and a new table sales.returns, not merged; and
+// for the merge queue, ingest/queued (an append to sales.orders) and
+// users/admin/regions-code (a new column on sales.regions, structural).
 package main
 
 import (
@@ -181,11 +183,64 @@ func (s *seeder) run(ctx context.Context) error {
 	if _, err = appendOrders(ctx, orders, []order{{8, "latam", 80}}); err != nil {
 		return err
 	}
+	// sales.regions: a table only the structural merge request below
+	// changes, so once approved it lands whatever main did meanwhile.
+	regions, err := main.CreateTable(ctx, catalog.ToIdentifier("sales", "regions"), customersSchema)
+	if err != nil {
+		return fmt.Errorf("create sales.regions: %w", err)
+	}
+	if _, err := appendCustomers(ctx, regions, map[int64]string{1: "eu", 2: "us"}); err != nil {
+		return err
+	}
 	if err := s.merge(ctx, "ingest/staging", "main"); err != nil {
 		return err
 	}
 	// A branch for the test to delete.
-	return s.createRef(ctx, "users/alex/scratch", "BRANCH", "main")
+	if err := s.createRef(ctx, "users/alex/scratch", "BRANCH", "main"); err != nil {
+		return err
+	}
+	return s.queueBranches(ctx)
+}
+
+// queueBranches leaves two branches for the test to publish through the
+// merge queue: ingest/queued appends to sales.orders in a partition no
+// other branch touches (a cherry-pick once main moved), and
+// users/admin/regions-code adds a column to sales.regions (structural: it
+// waits for a reviewer).
+func (s *seeder) queueBranches(ctx context.Context) error {
+	if err := s.createRef(ctx, "ingest/queued", "BRANCH", "main"); err != nil {
+		return err
+	}
+	q, err := s.catalog(ctx, "lake@ingest/queued")
+	if err != nil {
+		return err
+	}
+	qo, err := q.LoadTable(ctx, catalog.ToIdentifier("sales", "orders"))
+	if err != nil {
+		return err
+	}
+	if _, err := appendOrders(ctx, qo, []order{{9, "mena", 90}}); err != nil {
+		return err
+	}
+	if err := s.createRef(ctx, "users/admin/regions-code", "BRANCH", "main"); err != nil {
+		return err
+	}
+	f, err := s.catalog(ctx, "lake@users/admin/regions-code")
+	if err != nil {
+		return err
+	}
+	fr, err := f.LoadTable(ctx, catalog.ToIdentifier("sales", "regions"))
+	if err != nil {
+		return err
+	}
+	tx := fr.NewTransaction()
+	if err := tx.UpdateSchema(true, false).AddColumn([]string{"code"}, iceberg.PrimitiveTypes.String, "ISO region code", false, nil).Commit(); err != nil {
+		return fmt.Errorf("add column code: %w", err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit schema change of sales.regions: %w", err)
+	}
+	return nil
 }
 
 func (s *seeder) catalog(ctx context.Context, warehouse string) (*rest.Catalog, error) {

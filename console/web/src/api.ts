@@ -164,9 +164,41 @@ export type MergePlan = {
 
 const FLOE = "/api/floe/v1";
 
+export const QUEUE_STATES = ["queued", "validating", "review", "merged", "failed", "cancelled", "rejected"] as const;
+export type QueueState = typeof QUEUE_STATES[number];
+export const FINAL_STATES: string[] = ["merged", "failed", "cancelled", "rejected"];
+export type CheckResult = { name: string; passed: boolean; reason?: string; durationSeconds: number };
+export type Validation = { candidate?: string; targetHead?: string; at?: string; passed?: boolean; error?: string; results?: CheckResult[] };
+export type AuditEvent = { at: string; from?: string; to: string; reason?: string; principal: string; candidate?: string };
+export type MergeRequest = {
+  id: string; seq: number; target: string; source: string; sourceRef?: string; sourceHash: string; tables?: string[];
+  priority?: number; requiredChecks?: string[]; idempotencyKey?: string; message?: string; principal: string; class: string;
+  state: QueueState; reason?: string; reasonCode?: string; enqueuedAt: string; startedAt?: string; endedAt?: string;
+  approved?: boolean; classification?: string; tableClasses?: { table?: string; class?: string; reason?: string }[];
+  batched?: boolean; validations?: Validation[]; landedCommit?: string; landedOnto?: string; hygiene?: string[]; audit: AuditEvent[];
+};
+export type SubmitMerge = { source: string; target: string; tables?: string[]; priority?: number; requiredChecks?: string[]; message?: string };
+export type QueueReport = {
+  since?: string; until?: string; states?: Record<string, number>; bypassCommits?: Record<string, number>;
+  pending?: { target?: string; queued?: number; review?: number }[];
+  classes?: {
+    class: string; count: number; classification?: Record<string, number>; batched?: number; medianWaitSeconds?: number;
+    medianMergeSeconds?: number; failures?: number; failureReasons?: Record<string, number>; review?: number; cancelled?: number; rejected?: number;
+  }[];
+};
+
 export const floe = {
   refs: () => call<{ references: RefStatus[] }>("GET", `${FLOE}/refs`),
   planMerge: (source: string, target: string) => call<MergePlan>("POST", `${FLOE}/merge-plans`, { source, target }),
+  // The merge queue (/merge-requests). The listing is one document (no
+  // page token), at most limit requests in arrival order.
+  mergeRequests: (f: { state?: string; target?: string; sourcePrefix?: string; since?: string; limit?: number }) =>
+    call<{ requests: MergeRequest[] }>("GET", `${FLOE}/merge-requests${qs(f)}`),
+  mergeRequest: (id: string) => call<MergeRequest>("GET", `${FLOE}/merge-requests/${encodeURIComponent(id)}`),
+  submitMerge: (body: SubmitMerge) => call<MergeRequest>("POST", `${FLOE}/merge-requests`, body),
+  reviewMerge: (id: string, verdict: "approve" | "reject" | "cancel", reason: string) =>
+    call<MergeRequest>("POST", `${FLOE}/merge-requests/${encodeURIComponent(id)}/${verdict}`, reason ? { reason } : {}),
+  queueReport: (since = "24h") => call<QueueReport>("GET", `${FLOE}/merge-requests/report${qs({ since })}`),
 };
 
 // ---- Iceberg REST catalog (/v1) ----

@@ -7,7 +7,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { iceberg, setToken, token } from "./api";
 import { DiffPage } from "./pages/diff";
 import { LogPage } from "./pages/log";
-import { QueuePage } from "./pages/queue";
+import { QueuePage, QueueRequestPage } from "./pages/queue";
 import { RefsPage } from "./pages/refs";
 import { TablePage, ViewPage } from "./pages/table";
 import { TreePage } from "./pages/tree";
@@ -42,7 +42,9 @@ function Page({ route }: { route: Route }) {
     case "diff": return <DiffPage from={q.get("from") ?? undefined} to={q.get("to") ?? undefined} />;
     case "table": return <TablePage at={rest[0]} k={rest.slice(1)} />;
     case "view": return <ViewPage at={rest[0]} k={rest.slice(1)} />;
-    case "queue": return <QueuePage />;
+    case "queue": return rest[0]
+      ? <QueueRequestPage id={rest[0]} />
+      : <QueuePage state={q.get("state") ?? undefined} target={q.get("target") ?? undefined} prefix={q.get("prefix") ?? undefined} />;
     case "signin": return <SignIn />;
     default: return <p class="note error" role="alert">No page {page}. <a href="#/">References</a></p>;
   }
