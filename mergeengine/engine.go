@@ -224,7 +224,7 @@ func (e *Engine) attempt(ctx context.Context, req versionstore.MergeRequest) (*R
 	}
 	return e.finish(ctx, req.DryRun, res, ce, keys, outcomes, refused, &w, func(ctx context.Context) (*versionstore.MergeResult, error) {
 		final := req
-		final.KeyModes = append(slices.Clone(req.KeyModes), modes...)
+		final.KeyModes = withResolved(req.KeyModes, modes)
 		return e.store.Merge(ctx, final)
 	})
 }
@@ -282,6 +282,24 @@ func (e *Engine) finish(ctx context.Context, dryRun bool, res *versionstore.Merg
 		return out, true, err
 	}
 	return out, false, err
+}
+
+// withResolved is the caller's key modes with the engine's resolutions: a
+// plain NORMAL mode the caller gave for a key the engine resolved (as the
+// merge queue does to merge a subset of tables) gives way to the
+// resolution, since the store takes one mode per key.
+func withResolved(given, resolved []versionstore.KeyMergeMode) []versionstore.KeyMergeMode {
+	byEngine := make(map[string]bool, len(resolved))
+	for _, km := range resolved {
+		byEngine[string(km.Key.Encode())] = true
+	}
+	out := make([]versionstore.KeyMergeMode, 0, len(given)+len(resolved))
+	for _, km := range given {
+		if !byEngine[string(km.Key.Encode())] {
+			out = append(out, km)
+		}
+	}
+	return append(out, resolved...)
 }
 
 // resolvable returns the keys of res's conflicts the engine resolves, and

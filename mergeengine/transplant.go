@@ -75,7 +75,7 @@ func (e *Engine) attemptTransplant(ctx context.Context, req versionstore.Transpl
 	}
 	return e.finish(ctx, req.DryRun, res, ce, keys, outcomes, refused, &w, func(ctx context.Context) (*versionstore.MergeResult, error) {
 		final := req
-		final.KeyModes = append(slices.Clone(req.KeyModes), modes...)
+		final.KeyModes = withResolved(req.KeyModes, modes)
 		return e.store.Transplant(ctx, final)
 	})
 }

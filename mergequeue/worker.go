@@ -456,6 +456,11 @@ func (q *Queue) build(ctx context.Context, target, cand string, head versionstor
 					q.toReview(ctx, id, m, why)
 					continue
 				}
+			} else if errors.Is(err, versionstore.ErrInvalid) {
+				// The store refuses the merge as asked: it never will
+				// succeed, so it fails alone instead of being retried
+				// ahead of every later request.
+				code = "invalid"
 			} else if _, ok := errors.AsType[*versionstore.ConflictError](err); !ok {
 				return nil, fmt.Errorf("merge %s onto candidate %s: %w", id, cand, err)
 			}

@@ -32,7 +32,8 @@ type MergeRequest struct {
 	Reason string `json:"reason,omitempty"`
 	// ReasonCode is a stable word for the reason of a final state other
 	// than merged (conflict, refused, check-failed, nothing-to-merge,
-	// target-gone, cancelled, rejected), used by the report and metrics.
+	// target-gone, invalid, cancelled, rejected), used by the report and
+	// metrics.
 	ReasonCode string    `json:"reasonCode,omitempty"`
 	EnqueuedAt time.Time `json:"enqueuedAt"`
 	// StartedAt is when the worker first took the request; EndedAt when
