@@ -28,6 +28,7 @@ func newServeCommand() *cobra.Command {
 	var memoryLimit int64
 	var allowedLocations []string
 	var refRetentionFile string
+	var pprofAddr string
 	wf := &warehouseFlags{}
 	secFlags := &securityFlags{}
 
@@ -86,6 +87,19 @@ func newServeCommand() *cobra.Command {
 				}
 				cfg.RefRetention.Config = &rc
 			}
+			if pprofAddr != "" {
+				ln, err := server.ListenProfiles(cmd.Context(), pprofAddr)
+				if err != nil {
+					return err
+				}
+				// For measuring only: once listening, a failure is logged,
+				// never fatal to the catalog.
+				go func() {
+					if err := server.ServeProfiles(cmd.Context(), ln, logger); err != nil {
+						logger.Error("profiles not served", "err", err)
+					}
+				}()
+			}
 			// cmd.Context() ends at the first SIGINT or SIGTERM: the HTTP
 			// server drains, then every service closes, the store last.
 			err = assemble.Run(cmd.Context(), cfg, logger)
@@ -111,6 +125,7 @@ func newServeCommand() *cobra.Command {
 	f.DurationVar(&cfg.GC.Interval, "gc-interval", 0, "run garbage collection (floe gc) this often in the background; 0 never (runs only when asked)")
 	f.DurationVar(&cfg.GC.Grace, "gc-grace", 0, "how old an unreferenced warehouse file must be before garbage collection deletes it; 0 means 72h")
 	f.StringVar(&cfg.GC.ReportFile, "gc-report-file", "", "file each garbage collection run's report is written to as JSON (the last report is also kept in the store)")
+	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go's runtime profiles (net/http/pprof) on this loopback address, e.g. 127.0.0.1:6060; off when empty")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.DurationVar(&cfg.HTTP.ShutdownTimeout, "shutdown-timeout", cfg.HTTP.ShutdownTimeout, "how long in-flight requests may run after shutdown begins")
