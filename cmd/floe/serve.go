@@ -17,6 +17,7 @@ import (
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/server"
 	"github.com/floe-catalog/floe/tracing"
+	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 )
 
 // defaultWarehouse is where table data lives without --warehouse.
@@ -33,6 +34,7 @@ func newServeCommand() *cobra.Command {
 	var allowedLocations []string
 	var refRetentionFile string
 	var mergeQueueFile string
+	var pprofAddr string
 	wf := &warehouseFlags{}
 	secFlags := &securityFlags{}
 
@@ -65,7 +67,7 @@ func newServeCommand() *cobra.Command {
 				return err
 			}
 			logger.Info("starting floe", "version", versionString())
-			if limit, set := applyMemoryLimit(memoryLimit, metadataCacheBytes, cfg.StoreCacheBytes); set {
+			if limit, set := applyMemoryLimit(memoryLimit, metadataCacheBytes, cfg.StoreCacheBytes+pebbleGoHeap(cfg)); set {
 				logger.Info("memory limit", "bytes", limit)
 			}
 			if cfg.Security, err = secFlags.security(cfg.HTTP.Addr); err != nil {
@@ -111,6 +113,19 @@ func newServeCommand() *cobra.Command {
 				}
 				cfg.MergeQueue.Rules = &rules
 			}
+			if pprofAddr != "" {
+				ln, err := server.ListenProfiles(cmd.Context(), pprofAddr)
+				if err != nil {
+					return err
+				}
+				// For measuring only: once listening, a failure is logged,
+				// never fatal to the catalog.
+				go func() {
+					if err := server.ServeProfiles(cmd.Context(), ln, logger); err != nil {
+						logger.Error("profiles not served", "err", err)
+					}
+				}()
+			}
 			// cmd.Context() ends at the first SIGINT or SIGTERM: the HTTP
 			// server drains, then every service closes, the store last;
 			// then the spans still buffered are flushed.
@@ -132,7 +147,7 @@ func newServeCommand() *cobra.Command {
 	f.DurationVar(&idempotencyKeyLifetime, "idempotency-key-lifetime", idempotencyKeyLifetime, "how long the outcome of an Iceberg request sent with an Idempotency-Key is replayed to retries (advertised in /v1/config); 0 turns keys off")
 	f.Int64Var(&metadataCacheBytes, "metadata-cache-bytes", metadataCacheBytes, "memory budget of the cache of parsed Iceberg metadata files (approximate); 0 turns the cache off")
 	f.Int64Var(&cfg.StoreCacheBytes, "store-cache-bytes", 128<<20 /* versionstore.Options default */, "memory budget of the version store's cache of decoded commits and trees")
-	f.Int64Var(&memoryLimit, "memory-limit", 0, "soft limit of the Go runtime's memory in bytes (runtime/debug.SetMemoryLimit); 0 derives it from the cache budgets (metadata + store caches + "+fmt.Sprint(memoryHeadroom>>20)+" MiB), negative leaves it to GOMEMLIMIT; GOMEMLIMIT, if set, wins")
+	f.Int64Var(&memoryLimit, "memory-limit", 0, "soft limit of the Go runtime's memory in bytes (runtime/debug.SetMemoryLimit); 0 derives it from the cache budgets (metadata + store caches + "+fmt.Sprint(memoryHeadroom>>20)+" MiB, plus Pebble's cache and memtables in a build without cgo, where they are in the Go heap), negative leaves it to GOMEMLIMIT; GOMEMLIMIT, if set, wins")
 	f.Int64Var(&maxMetadataFileBytes, "max-metadata-file-bytes", maxMetadataFileBytes, "largest Iceberg table or view metadata file read (after gunzipping); a larger one is refused")
 	f.StringVar(&refRetentionFile, "ref-retention", "", "JSON file of branch retention defaults by name prefix and protected prefixes (see refretention/README.md); without it: ingest/ 2d, transform/ 7d, feature/ and users/ 30d, others never expire")
 	f.DurationVar(&cfg.RefRetention.ExpiryInterval, "ref-expiry-interval", time.Hour, "how often expired branches and tags are deleted; 0 turns the background sweep off (floe branch expire still runs one)")
@@ -142,6 +157,7 @@ func newServeCommand() *cobra.Command {
 	f.DurationVar(&cfg.GC.Interval, "gc-interval", 0, "run garbage collection (floe gc) this often in the background; 0 never (runs only when asked)")
 	f.DurationVar(&cfg.GC.Grace, "gc-grace", 0, "how old an unreferenced warehouse file must be before garbage collection deletes it; 0 means 72h")
 	f.StringVar(&cfg.GC.ReportFile, "gc-report-file", "", "file each garbage collection run's report is written to as JSON (the last report is also kept in the store)")
+	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go's runtime profiles (net/http/pprof) on this loopback address, e.g. 127.0.0.1:6060; off when empty")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.DurationVar(&cfg.HTTP.ShutdownTimeout, "shutdown-timeout", cfg.HTTP.ShutdownTimeout, "how long in-flight requests may run after shutdown begins")
@@ -161,8 +177,22 @@ func newServeCommand() *cobra.Command {
 // working set of concurrent requests (decoded and encoded metadata files,
 // each bounded by --max-metadata-file-bytes). Pebble's block cache (64
 // MiB) and memtables (64 MiB, two while one flushes) are allocated outside
-// the Go heap and come on top (see the README's memory section).
-const memoryHeadroom = 128 << 20
+// the Go heap and come on top (see the README's memory section). With
+// 128 MiB the heap's live size under load (about 250 MB with full caches)
+// sat just below the limit and the collector ran back to back: 38% of
+// the CPU, and 2-3 times the CPU per Iceberg commit (issue 14).
+const memoryHeadroom = 256 << 20
+
+// pebbleGoHeap is the part of the embedded store's memory the Go heap
+// holds (all of Pebble's cache and memtables in a build without cgo);
+// the derived memory limit makes room for it, or the collector would run
+// back to back once Pebble's buffers are full.
+func pebbleGoHeap(cfg assemble.Config) int64 {
+	if kind, _, err := assemble.ParseStore(cfg.Store, cfg.DataDir); err != nil || kind != assemble.StorePebble {
+		return 0
+	}
+	return pebblebackend.GoHeapBytes
+}
 
 // applyMemoryLimit sets the Go runtime's soft memory limit, so the
 // garbage collector runs before the heap outgrows what the caches are

@@ -59,7 +59,7 @@ type benchServer struct {
 // connection between requests.
 func startBenchServer(b *testing.B, clients int, configure ...func(*icebergrest.Deps)) *benchServer {
 	b.Helper()
-	dir := b.TempDir()
+	dir := benchDir(b)
 	// The zero Options are production's: synced writes.
 	be, err := pebblebackend.Open(filepath.Join(dir, "data"), pebblebackend.Options{})
 	if err != nil {
@@ -118,6 +118,40 @@ func startBenchServer(b *testing.B, clients int, configure ...func(*icebergrest.
 		client: &http.Client{Transport: transport, Timeout: time.Minute},
 		store:  store,
 	}
+}
+
+// benchRoot holds every benchmark server's store and warehouse until the
+// test binary exits (TestMain), instead of b.TempDir's removal at the end
+// of each run: on ext4 without a journal (this project's machine) every
+// file create skips, one by one, each inode freed in the last 5 to 300
+// seconds in its block group, so removing the thousands of metadata files
+// of one run (the b.N=1 run the testing package always does first, or the
+// previous sub-benchmark) made each file create of the next run cost
+// hundreds of microseconds of kernel time more (BenchmarkWriteLocalFile in
+// icebergtable measures it: freed=3200).
+var benchRoot string
+
+func TestMain(m *testing.M) {
+	root, err := os.MkdirTemp("", "icebergrest-bench-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	benchRoot = root
+	code := m.Run()
+	_ = os.RemoveAll(root)
+	os.Exit(code)
+}
+
+// benchDir is a new directory for one benchmark run, removed only when the
+// test binary exits (see benchRoot).
+func benchDir(b *testing.B) string {
+	b.Helper()
+	dir, err := os.MkdirTemp(benchRoot, "run-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return dir
 }
 
 // call sends one request and reads the whole answer. It reports errors
