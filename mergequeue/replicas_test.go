@@ -291,6 +291,7 @@ func TestReplicasFencedLateWrite(t *testing.T) {
 	initMain(t, s)
 	stalled := make(chan int, 1)
 	wake := make(chan struct{})
+	wakeUp := sync.OnceFunc(func() { close(wake) })
 	var once sync.Once
 	f.stall = func(i int) {
 		once.Do(func() {
@@ -299,6 +300,7 @@ func TestReplicasFencedLateWrite(t *testing.T) {
 		})
 	}
 	f.start(0)
+	t.Cleanup(wakeUp) // before the replicas stop, should the test fail first
 	ids := []string{f.submit(1, "a00"), f.submit(1, "a01")}
 	<-stalled
 	usurper := lease.New(s, nil)
@@ -318,7 +320,7 @@ func TestReplicasFencedLateWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	close(wake)
+	wakeUp()
 	var refused error
 	for deadline := time.Now().Add(time.Minute); refused == nil; time.Sleep(10 * time.Millisecond) {
 		f.mu.Lock()
@@ -371,6 +373,7 @@ func TestReplicasFailoverAndFence(t *testing.T) {
 	initMain(t, f.replicas[0].store)
 	stalled := make(chan int, 1)
 	wake := make(chan struct{})
+	wakeUp := sync.OnceFunc(func() { close(wake) })
 	var once sync.Once
 	f.stall = func(i int) {
 		first := false
@@ -381,6 +384,7 @@ func TestReplicasFailoverAndFence(t *testing.T) {
 		}
 	}
 	f.start()
+	t.Cleanup(wakeUp) // before the replicas stop, should the test fail first
 	var ids []string
 	for i := range 3 {
 		ids = append(ids, f.submit(i, fmt.Sprintf("a%02d", i)))
@@ -401,7 +405,7 @@ func TestReplicasFailoverAndFence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	close(wake)
+	wakeUp()
 	// The stalled write returns refused.
 	deadline := time.Now().Add(time.Minute)
 	for {
