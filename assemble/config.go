@@ -64,6 +64,11 @@ type Config struct {
 	GC GC
 	// MergeQueue configures the merge queue, served by floe's API.
 	MergeQueue MergeQueue
+	// LeaseTTL, over a shared store (PostgreSQL), is how long a lease
+	// (a merge-queue target's committer, the GC and ref-expiry
+	// schedules) outlives its holder's last renewal; 0 is
+	// DefaultLeaseTTL. Failover takes at most LeaseTTL + LeaseTTL/3.
+	LeaseTTL time.Duration
 	// MergeChecks configure the validation of the queue's candidates,
 	// used unless MergeQueue.Validator is set.
 	MergeChecks MergeChecks

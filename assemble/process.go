@@ -118,6 +118,10 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	if err := p.openStoreOf(ctx, cfg); err != nil {
 		return nil, &ServiceError{Service: "version store", Err: err}
 	}
+	// Over a shared store, background work that must run on one replica
+	// at a time is leased (leases.go).
+	storeKind, _, _ := ParseStore(cfg.Store, cfg.DataDir)
+	lead := newLeadership(p.store, storeKind == StorePostgres, cfg.LeaseTTL, logger)
 	if err := createWarehouseDirs(cfg.Iceberg.Warehouses); err != nil {
 		return nil, &ServiceError{Service: "warehouse", Err: err}
 	}
@@ -210,7 +214,7 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 			return nil, &ServiceError{Service: "merge checks", Err: err}
 		}
 	}
-	queue, err := newMergeQueue(ctx, queueCfg, p.store, merges, logger, registry)
+	queue, err := newMergeQueue(ctx, queueCfg, p.store, merges, lead, logger, registry)
 	if err != nil {
 		return nil, &ServiceError{Service: "merge queue", Err: err}
 	}
@@ -257,9 +261,15 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	var workers sync.WaitGroup
 	workers.Go(func() { iceberg.ExpireRecords(workCtx) })
-	workers.Go(func() { retention.Run(workCtx, cfg.RefRetention.ExpiryInterval) })
+	if cfg.RefRetention.ExpiryInterval > 0 {
+		workers.Go(func() {
+			lead.exclusive(workCtx, "refretention", func(ctx context.Context) { retention.Run(ctx, cfg.RefRetention.ExpiryInterval) })
+		})
+	}
 	if cfg.GC.Interval > 0 {
-		workers.Go(func() { collector.Schedule(workCtx, cfg.GC.Interval) })
+		workers.Go(func() {
+			lead.exclusive(workCtx, "gc", func(ctx context.Context) { collector.Schedule(ctx, cfg.GC.Interval) })
+		})
 	}
 	if !cfg.MergeQueue.Manual {
 		workers.Go(func() { queue.Run(workCtx) })

@@ -35,11 +35,12 @@ type MergeQueue struct {
 // built once for the whole process; its workers start with the other
 // background workers.
 func newMergeQueue(ctx context.Context, cfg MergeQueue, store *versionstore.Store, engine *mergeengine.Engine,
-	logger *slog.Logger, reg prometheus.Registerer) (*mergequeue.Queue, error) {
+	lead *leadership, logger *slog.Logger, reg prometheus.Registerer) (*mergequeue.Queue, error) {
 	rules := mergequeue.DefaultRules()
 	if cfg.Rules != nil {
 		rules = *cfg.Rules
 	}
 	return mergequeue.New(ctx, mergequeue.Options{Store: store, Merger: engine, Validator: cfg.Validator,
-		Rules: rules, Logger: logger, Metrics: reg, Poll: cfg.Poll, Now: cfg.Now})
+		Rules: rules, Logger: logger, Metrics: reg, Poll: cfg.Poll, Now: cfg.Now,
+		Leases: lead.leases, Holder: lead.holder, LeaseTTL: lead.ttl})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -157,6 +158,109 @@ func (l *Leases) Fence(lease *Lease) *versionstore.Record {
 	}
 }
 
+// Holding is a lease held and renewed in the background, every ttl/3,
+// until it is released, stopped or lost. Its Context ends when the
+// holding ends; Fenced serializes a fenced write with the renewals, so a
+// write never carries an expiry older than the record holds (which would
+// shorten the holding) and a renewal never changes the record between a
+// fenced write's read of it and the write (which would refuse the write).
+type Holding struct {
+	leases *Leases
+	ttl    time.Duration
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+
+	mu    sync.Mutex // held across a renewal or a fenced write
+	lease *Lease
+}
+
+// Hold acquires the lease (or returns ErrHeld at once) and keeps renewing
+// it until Release or Stop, or until a renewal finds it lost (ErrLost), or
+// until transient renewal failures have left less than one renewal
+// interval of it: then its Context ends, before another holder can take
+// the lease, as far as clocks agree.
+func (l *Leases) Hold(ctx context.Context, name, holder string, ttl time.Duration) (*Holding, error) {
+	lease, err := l.Acquire(ctx, name, holder, ttl)
+	if err != nil {
+		return nil, err
+	}
+	h := &Holding{leases: l, ttl: ttl, lease: lease, done: make(chan struct{})}
+	h.ctx, h.cancel = context.WithCancelCause(ctx)
+	go h.renew()
+	return h, nil
+}
+
+func (h *Holding) renew() {
+	defer close(h.done)
+	every := h.ttl / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+		}
+		h.mu.Lock()
+		next, err := h.leases.Renew(h.ctx, h.lease, h.ttl)
+		if err == nil {
+			h.lease = next
+		}
+		expires := h.lease.Expires
+		h.mu.Unlock()
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrLost), !h.leases.now().Add(every).Before(expires):
+			h.cancel(fmt.Errorf("lease %q: renewal failed: %w", h.lease.Name, err))
+			return
+		}
+		// A transient failure (the store unreachable): the holding is
+		// still live; the next tick tries again.
+	}
+}
+
+// Context ends when the holding ends; its cause says why.
+func (h *Holding) Context() context.Context { return h.ctx }
+
+// Current is the latest holding.
+func (h *Holding) Current() *Lease {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lease
+}
+
+// Fenced runs write with the fence of the latest holding, renewals held
+// off meanwhile. A write the fence refused fails with ErrRecordConflict;
+// the holding is then lost and its Context ends.
+func (h *Holding) Fenced(write func(fence *versionstore.Record) error) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	err := write(h.leases.Fence(h.lease))
+	if errors.Is(err, versionstore.ErrRecordConflict) {
+		// The write's own records may have failed instead: look.
+		if cur, rerr := h.leases.read(context.WithoutCancel(h.ctx), h.lease.Name); rerr == nil && (cur == nil || cur.Holder != h.lease.Holder || cur.Epoch != h.lease.Epoch) {
+			h.cancel(fmt.Errorf("lease %q epoch %d: a fenced write was refused: %w", h.lease.Name, h.lease.Epoch, ErrLost))
+		}
+	}
+	return err
+}
+
+// Stop stops renewing without releasing: the lease stays held until its
+// expiry, as a crashed holder leaves it. Tests use it to play a crash.
+func (h *Holding) Stop() {
+	h.cancel(errors.New("holding stopped"))
+	<-h.done
+}
+
+// Release stops renewing and ends the holding now; releasing one that
+// already ended does nothing.
+func (h *Holding) Release(ctx context.Context) error {
+	h.cancel(nil)
+	<-h.done
+	return h.leases.Release(ctx, h.Current())
+}
+
 // Run holds the lease for fn's whole run, as one garbage collection or one
 // expiry sweep across replicas needs: it acquires it (or returns ErrHeld at
 // once), renews it every ttl/3, and cancels fn's context if a renewal
@@ -164,44 +268,48 @@ func (l *Leases) Fence(lease *Lease) *versionstore.Record {
 // returns the latest holding (for Fence). It releases the lease when fn
 // returns.
 func (l *Leases) Run(ctx context.Context, name, holder string, ttl time.Duration, fn func(ctx context.Context, current func() *Lease) error) error {
-	lease, err := l.Acquire(ctx, name, holder, ttl)
+	h, err := l.Hold(ctx, name, holder, ttl)
 	if err != nil {
 		return err
 	}
-	var mu sync.Mutex
-	current := func() *Lease {
-		mu.Lock()
-		defer mu.Unlock()
-		return lease
-	}
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	renewed := make(chan struct{})
-	go func() {
-		defer close(renewed)
-		t := time.NewTicker(ttl / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-t.C:
-				next, err := l.Renew(runCtx, current(), ttl)
-				if err != nil {
-					cancel(fmt.Errorf("lease %q: renewal failed: %w", name, err))
-					return
-				}
-				mu.Lock()
-				lease = next
-				mu.Unlock()
-			}
-		}
-	}()
-	err = fn(runCtx, current)
-	cancel(nil)
-	<-renewed
-	if cause := context.Cause(runCtx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+	err = fn(h.ctx, h.Current)
+	if cause := context.Cause(h.ctx); err == nil && cause != nil && ctx.Err() == nil {
 		err = cause
 	}
-	return errors.Join(err, l.Release(context.WithoutCancel(ctx), current()))
+	return errors.Join(err, h.Release(context.WithoutCancel(ctx)))
+}
+
+// Lead makes holder one of several candidates to lead name until ctx
+// ends: whenever nobody holds the lease it tries to acquire it (at once,
+// then every ttl/3), and while it holds it runs fn with the holding's
+// context, which ends when the holding is lost. A scheduler that must run
+// on one replica at a time (a garbage collection, an expiry sweep) runs
+// as fn. The lease is released when ctx ends or fn returns. A dead
+// holder's lease is taken over within ttl plus ttl/3.
+func (l *Leases) Lead(ctx context.Context, name, holder string, ttl time.Duration, logger *slog.Logger, fn func(ctx context.Context)) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	retry := time.NewTicker(ttl / 3)
+	defer retry.Stop()
+	for ctx.Err() == nil {
+		h, err := l.Hold(ctx, name, holder, ttl)
+		switch {
+		case err == nil:
+			logger.InfoContext(ctx, "lease: leading", "lease", name, "holder", holder, "epoch", h.Current().Epoch)
+			fn(h.Context())
+			if cause := context.Cause(h.Context()); ctx.Err() == nil && cause != nil {
+				logger.WarnContext(ctx, "lease: no longer leading", "lease", name, "holder", holder, "cause", cause)
+			}
+			if err := h.Release(context.WithoutCancel(ctx)); err != nil {
+				logger.WarnContext(ctx, "lease: cannot release; it expires by itself", "lease", name, "err", err)
+			}
+		case !errors.Is(err, ErrHeld) && ctx.Err() == nil:
+			logger.WarnContext(ctx, "lease: cannot acquire", "lease", name, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-retry.C:
+		}
+	}
 }

@@ -169,3 +169,38 @@ func TestRunOneAtATime(t *testing.T) {
 		t.Fatalf("run after the first released: %v", err)
 	}
 }
+
+// TestHoldFencedAndStop: a holding's fenced writes land while it is
+// held; a stopped holding is not released (another holder waits for its
+// expiry), and its late fenced write is refused and ends its context.
+func TestHoldFencedAndStop(t *testing.T) {
+	s, c := open(t)
+	ctx := t.Context()
+	a, b := New(s, c.now), New(s, c.now)
+	h, err := a.Hold(ctx, "queue/main", "replica-a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(name string) func(fence *versionstore.Record) error {
+		return func(fence *versionstore.Record) error {
+			return s.PutRecord(ctx, *fence)
+		}
+	}
+	if err := h.Fenced(put("one")); err != nil {
+		t.Fatalf("fenced write by the holder: %v", err)
+	}
+	h.Stop()
+	if _, err := b.Acquire(ctx, "queue/main", "replica-b", time.Minute); !errors.Is(err, ErrHeld) {
+		t.Fatalf("acquire of a stopped, unexpired holding: %v, want ErrHeld", err)
+	}
+	c.advance(2 * time.Minute)
+	if _, err := b.Acquire(ctx, "queue/main", "replica-b", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Fenced(put("late")); !errors.Is(err, versionstore.ErrRecordConflict) {
+		t.Fatalf("the deposed holder's fenced write: %v, want ErrRecordConflict", err)
+	}
+	if !errors.Is(context.Cause(h.Context()), ErrLost) && h.Context().Err() == nil {
+		t.Fatalf("the deposed holding's context did not end")
+	}
+}

@@ -16,7 +16,12 @@
 // written by compare-and-swap; nothing is kept only in memory that a
 // restart would need.
 //
-// The package may import versionstore, mergeengine, classify,
+// Over a store shared by several replicas, a target's worker runs only
+// while its replica holds the target's lease (package lease), and every
+// landing write carries the lease's fence (worker.go: work, lead, adopt,
+// land).
+//
+// The package may import versionstore, lease, mergeengine, classify,
 // internal/apidoc (the documents it shares with the CLI) and refretention
 // (its duration notation). It must not import net/http or any rest/
 // package (checked by TestImports): floe's API calls it, never the other

@@ -1,6 +1,7 @@
 package mergequeue
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/floe-catalog/floe/internal/apidoc"
+	"github.com/floe-catalog/floe/lease"
 	"github.com/floe-catalog/floe/mergeengine"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -54,7 +56,27 @@ type Options struct {
 	// Poll is how often an idle worker looks at its branch (bypass
 	// commits, requests of another replica); 0 is 5 seconds.
 	Poll time.Duration
+
+	// Leases, when set, make the queue one of several replicas over a
+	// shared store (backend.Shared): a target's worker runs only while
+	// this replica holds the lease LeaseName(target), every landing
+	// write carries the lease's fence, and requests are read from the
+	// store before each batch and every Poll (see README.md, "Several
+	// replicas"). nil (one process, Pebble): no lease, no extra reads.
+	Leases *lease.Leases
+	// Holder names this replica in the leases; required with Leases.
+	Holder string
+	// LeaseTTL is how long a lease outlives its holder's last renewal;
+	// 0 is DefaultLeaseTTL. A dead holder's targets are taken over
+	// within LeaseTTL plus LeaseTTL/3 (the renewal and retry interval).
+	LeaseTTL time.Duration
 }
+
+// DefaultLeaseTTL is the lease TTL of Options.LeaseTTL 0.
+const DefaultLeaseTTL = 10 * time.Second
+
+// LeaseName is the name of the lease whose holder is target's committer.
+func LeaseName(target string) string { return "mergequeue/" + target }
 
 // Queue is the merge queue. Its methods are safe for concurrent use;
 // requests of one target are processed by one worker at a time.
@@ -85,6 +107,21 @@ type Queue struct {
 	workers   map[string]*sync.Mutex
 	wakes     map[string]chan struct{}
 	kick      chan string
+
+	// With leases (Options.Leases): holdings are the targets this
+	// replica holds now, each target's worker's own.
+	leases   *lease.Leases
+	holder   string
+	leaseTTL time.Duration
+	holdMu   sync.Mutex
+	holdings map[string]*lease.Holding
+
+	// Test hooks (export_test.go): beforeLand runs just before a
+	// landing write, inside its fence; crashed makes a stopping worker
+	// abandon its lease instead of releasing it, as a killed process.
+	beforeLand func(target string)
+	afterLand  func(target string, err error)
+	crashed    bool
 }
 
 // entry is one request as stored: the decoded value and its exact bytes.
@@ -114,6 +151,13 @@ func New(ctx context.Context, o Options) (*Queue, error) {
 		principal: o.Principal, logger: o.Logger, metrics: m, now: o.Now, poll: o.Poll,
 		reqs: map[string]*entry{}, known: map[string]versionstore.Hash{}, bypassed: map[string]int{},
 		workers: map[string]*sync.Mutex{}, kick: make(chan string, 256),
+		leases: o.Leases, holder: o.Holder, leaseTTL: o.LeaseTTL, holdings: map[string]*lease.Holding{},
+	}
+	if q.leases != nil && q.holder == "" {
+		return nil, errors.New("merge queue: leases need a holder name")
+	}
+	if q.leaseTTL <= 0 {
+		q.leaseTTL = DefaultLeaseTTL
 	}
 	if q.principal == "" {
 		q.principal = "floe-queue"
@@ -129,6 +173,12 @@ func New(ctx context.Context, o Options) (*Queue, error) {
 	}
 	if err := q.load(ctx); err != nil {
 		return nil, err
+	}
+	if q.leases != nil {
+		// Another replica may be building candidates and validating
+		// requests now: its leftovers are the next holder's to clean
+		// (takeOver).
+		return q, nil
 	}
 	for _, r := range q.store.ListRefs() {
 		if strings.HasPrefix(r.Name, CandidatePrefix) && r.Type == versionstore.Branch {
@@ -172,7 +222,7 @@ func (q *Queue) load(ctx context.Context) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, e := range q.reqs {
-		if e.req.State != StateValidating {
+		if e.req.State != StateValidating || q.leases != nil {
 			continue
 		}
 		next := cloneRequest(e.req)
@@ -180,6 +230,56 @@ func (q *Queue) load(ctx context.Context) error {
 		if err := q.persist(ctx, e, next); err != nil {
 			return fmt.Errorf("merge queue: requeue %s: %w", e.req.ID, err)
 		}
+	}
+	q.updateDepth()
+	return nil
+}
+
+// refresh reads every request record again and takes what other
+// replicas wrote: requests submitted to them, and changes they made. Only
+// with leases; a record that differs from memory is read once more under
+// q.mu, so a write of this replica made after the scan read is not undone.
+func (q *Queue) refresh(ctx context.Context) error {
+	var changed []string
+	after := ""
+	for {
+		recs, next, err := q.store.ScanRecords(ctx, recordPrefix, after, 512)
+		if err != nil {
+			return fmt.Errorf("merge queue: read requests: %w", err)
+		}
+		q.mu.RLock()
+		for _, rec := range recs {
+			id := strings.TrimPrefix(rec.Key, recordPrefix)
+			if e := q.reqs[id]; e == nil || !bytes.Equal(e.raw, rec.Value) {
+				changed = append(changed, id)
+			}
+		}
+		q.mu.RUnlock()
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, id := range changed {
+		rec, err := q.store.GetRecord(ctx, recordKey(id))
+		if err != nil {
+			continue // expired or unreadable: keep what memory holds
+		}
+		r, err := decodeRequest(rec.Value)
+		if err != nil {
+			continue
+		}
+		if e := q.reqs[id]; e != nil {
+			e.req, e.raw = r, rec.Value
+		} else {
+			q.reqs[id] = &entry{req: r, raw: rec.Value}
+		}
+		q.seq = max(q.seq, r.Seq)
 	}
 	q.updateDepth()
 	return nil
@@ -329,6 +429,19 @@ func (q *Queue) Submit(ctx context.Context, s SubmitRequest) (*Request, bool, er
 	q.transition(r, StateQueued, "", "enqueued", s.Principal, "")
 	raw := encodeRequest(r)
 	err = q.store.PutRecord(ctx, versionstore.Record{Key: recordKey(id), Value: raw, If: &versionstore.RecordCondition{Exists: false}})
+	if errors.Is(err, versionstore.ErrRecordConflict) && q.leases != nil {
+		// The same idempotency key submitted to another replica first.
+		if rec, gerr := q.store.GetRecord(ctx, recordKey(id)); gerr == nil {
+			if first, derr := decodeRequest(rec.Value); derr == nil {
+				q.seq--
+				q.reqs[id] = &entry{req: first, raw: rec.Value}
+				if first.Target != s.Target || first.Source != s.Source || !slices.Equal(first.Tables, s.Tables) {
+					return nil, false, fmt.Errorf("%w: key %q names request %s (%s into %s)", ErrIdempotencyMismatch, s.IdempotencyKey, id, first.Source, first.Target)
+				}
+				return cloneRequest(first), false, nil
+			}
+		}
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("store merge request %s: %w", id, err)
 	}
@@ -409,7 +522,7 @@ func (q *Queue) Cancel(ctx context.Context, id, principal, reason string) (*Requ
 	if reason == "" {
 		reason = "cancelled by " + principal
 	}
-	return q.change(ctx, id, func(r *Request) error {
+	return q.changeAny(ctx, id, func(r *Request) error {
 		if Final(r.State) {
 			return fmt.Errorf("%w: request %s is %s", ErrState, id, r.State)
 		}
@@ -426,7 +539,7 @@ func (q *Queue) Approve(ctx context.Context, id, principal, reason string) (*Req
 	if reason == "" {
 		reason = "approved by " + principal
 	}
-	r, err := q.change(ctx, id, func(r *Request) error {
+	r, err := q.changeAny(ctx, id, func(r *Request) error {
 		if r.State != StateReview {
 			return fmt.Errorf("%w: request %s is %s, not in review", ErrState, id, r.State)
 		}
@@ -445,7 +558,7 @@ func (q *Queue) Reject(ctx context.Context, id, principal, reason string) (*Requ
 	if reason == "" {
 		reason = "rejected by " + principal
 	}
-	return q.change(ctx, id, func(r *Request) error {
+	return q.changeAny(ctx, id, func(r *Request) error {
 		if r.State != StateReview {
 			return fmt.Errorf("%w: request %s is %s, not in review", ErrState, id, r.State)
 		}
@@ -454,22 +567,43 @@ func (q *Queue) Reject(ctx context.Context, id, principal, reason string) (*Requ
 	})
 }
 
-// change applies fn to a copy of request id and stores it.
+// change applies fn to a copy of request id and stores it; it fails if
+// the record changed meanwhile (a worker's changes are judged on what it
+// read).
 func (q *Queue) change(ctx context.Context, id string, fn func(*Request) error) (*Request, error) {
+	return q.changeOf(ctx, id, fn, false)
+}
+
+// changeAny is change for a principal's action (cancel, approve,
+// reject): with leases, a record another replica changed meanwhile is
+// read again and fn judges it again.
+func (q *Queue) changeAny(ctx context.Context, id string, fn func(*Request) error) (*Request, error) {
+	return q.changeOf(ctx, id, fn, q.leases != nil)
+}
+
+func (q *Queue) changeOf(ctx context.Context, id string, fn func(*Request) error, retry bool) (*Request, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	e, ok := q.reqs[id]
 	if !ok {
 		return nil, fmt.Errorf("%q: %w", id, ErrNotFound)
 	}
-	next := cloneRequest(e.req)
-	if err := fn(next); err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		next := cloneRequest(e.req)
+		if err := fn(next); err != nil {
+			return nil, err
+		}
+		err := q.persist(ctx, e, next)
+		if errors.Is(err, versionstore.ErrRecordConflict) && retry && attempt < 3 {
+			// Another replica changed it (persist reloaded it): judge
+			// the change again on what it holds now.
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return cloneRequest(next), nil
 	}
-	if err := q.persist(ctx, e, next); err != nil {
-		return nil, err
-	}
-	return cloneRequest(next), nil
 }
 
 // SourceChanges lists what a merge of source into a branch at head would

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/floe-catalog/floe/classify"
 	"github.com/floe-catalog/floe/internal/apidoc"
+	"github.com/floe-catalog/floe/lease"
 	"github.com/floe-catalog/floe/mergeengine"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -20,6 +22,10 @@ import (
 // PropRequest is the commit property naming the merge request a merge
 // commit of the queue carries.
 const PropRequest = "floe.queue.request"
+
+// PropLeaseEpoch is the commit property of a queue's merge commit, over a
+// shared store, naming the epoch of the lease its committer held.
+const PropLeaseEpoch = "floe.queue.lease-epoch"
 
 // maxBuilds bounds how often one batch's candidate is built again because
 // its target moved under it (a commit that bypassed the queue) before the
@@ -55,6 +61,14 @@ func (q *Queue) Run(ctx context.Context) {
 			start(t)
 			q.wakeWorker(t)
 		case <-tick.C:
+			if q.leases != nil {
+				// Requests submitted to other replicas, and what their
+				// committers did: every replica's view is at most one
+				// poll old, and its workers learn of new targets.
+				if err := q.refresh(ctx); err != nil && ctx.Err() == nil {
+					q.logger.WarnContext(ctx, "merge queue: cannot read the requests", "err", err)
+				}
+			}
 		}
 	}
 }
@@ -98,9 +112,78 @@ func (q *Queue) wakeChan(target string) chan struct{} {
 	return ch
 }
 
-// work is target's worker: it processes batches while there are any, and
-// otherwise sleeps until woken or the poll interval passes.
+// work is target's worker. With leases it serves only while this replica
+// holds the target's lease: it tries to acquire it every LeaseTTL/3, and
+// stops serving as soon as the holding ends.
 func (q *Queue) work(ctx context.Context, target string) {
+	if q.leases == nil {
+		q.serve(ctx, target)
+		return
+	}
+	retry := time.NewTicker(q.leaseTTL / 3)
+	defer retry.Stop()
+	for ctx.Err() == nil {
+		h, err := q.leases.Hold(ctx, LeaseName(target), q.holder, q.leaseTTL)
+		switch {
+		case err == nil:
+			q.lead(ctx, h, target)
+		case !errors.Is(err, lease.ErrHeld) && ctx.Err() == nil:
+			q.logger.WarnContext(ctx, "merge queue: cannot acquire the target's lease", "target", target, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-retry.C:
+		}
+	}
+}
+
+// lead serves target while h holds its lease, then releases it (or, in a
+// test playing a crash, abandons it to expire).
+func (q *Queue) lead(ctx context.Context, h *lease.Holding, target string) {
+	l := h.Current()
+	q.logger.InfoContext(ctx, "merge queue: this replica is the target's committer", "target", target, "holder", l.Holder, "epoch", l.Epoch)
+	q.holdMu.Lock()
+	q.holdings[target] = h
+	q.holdMu.Unlock()
+	// Bypass commits are counted from here on: what the previous
+	// committer landed is not one.
+	if ref, err := q.store.GetRef(target); err == nil {
+		q.mu.Lock()
+		q.known[target] = ref.Head
+		q.mu.Unlock()
+	}
+	q.serve(h.Context(), target)
+	q.holdMu.Lock()
+	delete(q.holdings, target)
+	q.holdMu.Unlock()
+	cause := context.Cause(h.Context())
+	if q.crashed && ctx.Err() != nil {
+		h.Stop()
+		return
+	}
+	if err := h.Release(context.WithoutCancel(ctx)); err != nil {
+		q.logger.WarnContext(ctx, "merge queue: cannot release the target's lease; it expires by itself", "target", target, "err", err)
+	}
+	if ctx.Err() == nil {
+		q.logger.WarnContext(ctx, "merge queue: this replica is no longer the target's committer", "target", target, "epoch", l.Epoch, "cause", cause)
+	}
+}
+
+// holding is this replica's holding of target's lease; nil without
+// leases or when another replica holds it.
+func (q *Queue) holding(target string) *lease.Holding {
+	q.holdMu.Lock()
+	defer q.holdMu.Unlock()
+	return q.holdings[target]
+}
+
+// errNotHolder: with leases, a batch is processed only under the target's
+// lease.
+var errNotHolder = errors.New("this replica does not hold the target's merge-queue lease")
+
+// serve processes target's batches while there are any, and otherwise
+// sleeps until woken or the poll interval passes.
+func (q *Queue) serve(ctx context.Context, target string) {
 	q.workersMu.Lock()
 	wake := q.wakeChan(target)
 	q.workersMu.Unlock()
@@ -142,6 +225,11 @@ func (q *Queue) Process(ctx context.Context, target string) (bool, error) {
 	lock := q.targetLock(target)
 	lock.Lock()
 	defer lock.Unlock()
+	if q.leases != nil {
+		if err := q.adopt(ctx, target); err != nil {
+			return false, err
+		}
+	}
 	q.checkBypass(ctx, target)
 	q.sweepCandidates(ctx, target)
 	ids, err := q.take(ctx, target)
@@ -154,6 +242,34 @@ func (q *Queue) Process(ctx context.Context, target string) (bool, error) {
 		return false, nil
 	}
 	return true, q.runBatch(ctx, target, ids)
+}
+
+// adopt readies a batch under target's lease: it reads the requests
+// again (other replicas' submissions and changes) and queues again the
+// requests of target left validating, which no batch of this replica is
+// building (it runs under the target's lock): a previous holder's, dead
+// or deposed. Their candidates never landed (a landing writes their final
+// state), and a deposed holder's late landing is refused by its fence.
+func (q *Queue) adopt(ctx context.Context, target string) error {
+	if q.holding(target) == nil {
+		return errNotHolder
+	}
+	if err := q.refresh(ctx); err != nil {
+		return err
+	}
+	var orphans []string
+	q.mu.RLock()
+	for id, e := range q.reqs {
+		if e.req.Target == target && e.req.State == StateValidating {
+			orphans = append(orphans, id)
+		}
+	}
+	q.mu.RUnlock()
+	if len(orphans) > 0 {
+		q.logger.InfoContext(ctx, "merge queue: queueing again requests a previous committer left validating", "target", target, "requests", len(orphans))
+		q.requeue(ctx, orphans, "the replica validating it stopped or lost the merge-queue lease; its candidate never landed, so it is queued again")
+	}
+	return nil
 }
 
 // aged reports whether r has waited long enough to be admitted alone.
@@ -251,6 +367,12 @@ var errRequestChanged = errors.New("a request of the batch changed")
 func (q *Queue) runBatch(ctx context.Context, target string, ids []string) error {
 	vals := map[string][]apidoc.MergeValidation{}
 	for build := 1; len(ids) > 0; build++ {
+		if ctx.Err() != nil {
+			// The lease was lost (or floe stops): the next holder
+			// builds these again.
+			q.requeue(context.WithoutCancel(ctx), ids, "the worker stopped ("+context.Cause(ctx).Error()+"); queued again")
+			return ctx.Err()
+		}
 		if build > maxBuilds {
 			q.requeue(ctx, ids, fmt.Sprintf("the target kept moving while the candidate was built (%d builds); queued again", maxBuilds))
 			return nil
@@ -433,6 +555,9 @@ func (q *Queue) build(ctx context.Context, target, cand string, head versionstor
 		req := versionstore.MergeRequest{
 			Target: cand, ExpectedTarget: candHead, From: src, FromRef: r.SourceRef, Committer: q.principal,
 			Meta: versionstore.CommitMeta{Message: mergeMessage(r), Properties: map[string]string{PropRequest: r.ID}},
+		}
+		if h := q.holding(target); h != nil {
+			req.Meta.Properties[PropLeaseEpoch] = strconv.FormatInt(h.Current().Epoch, 10)
 		}
 		if len(r.Tables) > 0 {
 			req.DefaultMode = versionstore.MergeDrop
@@ -736,8 +861,31 @@ func (q *Queue) land(ctx context.Context, target string, head versionstore.Hash,
 			If: &versionstore.RecordCondition{Exists: true, Value: e.raw}})
 		nexts = append(nexts, next)
 	}
-	_, err := q.store.AssignRef(ctx, versionstore.AssignRefRequest{Name: target, Type: versionstore.Branch, Expected: head, Target: final,
-		Principal: q.principal, Records: recs})
+	assign := versionstore.AssignRefRequest{Name: target, Type: versionstore.Branch, Expected: head, Target: final,
+		Principal: q.principal, Records: recs}
+	write := func() error {
+		if q.beforeLand != nil {
+			q.beforeLand(target)
+		}
+		_, err := q.store.AssignRef(ctx, assign)
+		if q.afterLand != nil {
+			q.afterLand(target, err)
+		}
+		return err
+	}
+	var err error
+	if q.leases == nil {
+		err = write()
+	} else if h := q.holding(target); h == nil {
+		err = errNotHolder
+	} else {
+		// The fence rides in the same durable write: a holder whose
+		// lease was taken over writes nothing.
+		err = h.Fenced(func(fence *versionstore.Record) error {
+			assign.Records = append(recs[:len(recs):len(recs)], *fence)
+			return write()
+		})
+	}
 	if err != nil {
 		if errors.Is(err, versionstore.ErrRecordConflict) {
 			for _, m := range members {

@@ -156,6 +156,7 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&mergeQueueFile, "merge-queue", "", "JSON file of the merge queue's rules: protected branches (the queue is their single committer), age limit, batch size, and per source prefix batching, required checks, drop after merge and tag (see mergequeue/README.md, deploy/merge-queue.json); without it: no branch protected, ingest/ transform/ users/ feature/ batched, backfill/ alone")
 	f.DurationVar(&cfg.GC.Interval, "gc-interval", 0, "run garbage collection (floe gc) this often in the background; 0 never (runs only when asked)")
 	f.DurationVar(&cfg.GC.Grace, "gc-grace", 0, "how old an unreferenced warehouse file must be before garbage collection deletes it; 0 means 72h")
+	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", assemble.DefaultLeaseTTL, "with --store postgres://: how long a replica's lease (a merge-queue target's committer, the gc and ref-expiry schedules) outlives its last renewal; a dead replica's work is taken over within this plus a third of it")
 	f.StringVar(&cfg.GC.ReportFile, "gc-report-file", "", "file each garbage collection run's report is written to as JSON (the last report is also kept in the store)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go's runtime profiles (net/http/pprof) on this loopback address, e.g. 127.0.0.1:6060; off when empty")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
