@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,38 +15,14 @@ import (
 	"github.com/floe-catalog/floe/versionstore/pgbackend"
 )
 
-// The PostgreSQL cluster is started by the first test that needs it.
-var (
-	pgOnce    sync.Once
-	pgCluster *pgtest.Cluster
-	pgErr     error
-)
+// postgres is started by the first test that needs it.
+var postgres pgtest.Lazy
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if pgCluster != nil {
-		if err := pgCluster.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "pgtest: stop PostgreSQL: %v\n", err)
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.LazyMain(m, &postgres)) }
 
 func sharedStores(t *testing.T, n int) []*versionstore.Store {
 	t.Helper()
-	pgOnce.Do(func() {
-		if _, err := pgtest.FindBinaries(); err != nil {
-			if os.Getenv(pgtest.RequireEnv) != "" {
-				pgErr = err
-			}
-			return
-		}
-		pgCluster, pgErr = pgtest.Start()
-	})
-	if pgErr != nil {
-		t.Fatalf("PostgreSQL: %v", pgErr)
-	}
-	c := pgtest.Need(t, pgCluster)
+	c := postgres.Need(t)
 	dsn, err := c.Schema(t.Context(), pgtest.SchemaName(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)

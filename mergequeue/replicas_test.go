@@ -18,39 +18,14 @@ import (
 	"github.com/floe-catalog/floe/versionstore/pgbackend"
 )
 
-// The PostgreSQL cluster is started by the first test that needs it, so
-// the package's other tests do not pay for it.
-var (
-	pgOnce    sync.Once
-	pgCluster *pgtest.Cluster
-	pgErr     error
-)
+// postgres is started by the first test that needs it.
+var postgres pgtest.Lazy
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if pgCluster != nil {
-		if err := pgCluster.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "pgtest: stop PostgreSQL: %v\n", err)
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.LazyMain(m, &postgres)) }
 
 func needPostgres(t *testing.T) *pgtest.Cluster {
 	t.Helper()
-	pgOnce.Do(func() {
-		if _, err := pgtest.FindBinaries(); err != nil {
-			if os.Getenv(pgtest.RequireEnv) != "" {
-				pgErr = err
-			}
-			return
-		}
-		pgCluster, pgErr = pgtest.Start()
-	})
-	if pgErr != nil {
-		t.Fatalf("PostgreSQL: %v", pgErr)
-	}
-	return pgtest.Need(t, pgCluster)
+	return postgres.Need(t)
 }
 
 // storeMerger merges at key level with the store itself: these tests are

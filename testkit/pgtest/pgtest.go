@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -292,4 +293,43 @@ func Need(t testing.TB, c *Cluster) *Cluster {
 		t.Skip("PostgreSQL is not installed (set " + RequireEnv + " to fail instead; testkit/pgtest/install.sh installs it)")
 	}
 	return c
+}
+
+// Lazy is a package's cluster started by the first test that needs it,
+// so the package's other tests do not pay for it; LazyMain stops it.
+type Lazy struct {
+	once sync.Once
+	c    *Cluster
+	err  error
+}
+
+// Need starts the cluster if no test has yet and returns it, or skips the
+// test without the binaries (fails it when FLOE_REQUIRE_POSTGRES is set).
+func (l *Lazy) Need(t testing.TB) *Cluster {
+	t.Helper()
+	l.once.Do(func() {
+		if _, err := FindBinaries(); err != nil {
+			if os.Getenv(RequireEnv) != "" {
+				l.err = err
+			}
+			return
+		}
+		l.c, l.err = Start()
+	})
+	if l.err != nil {
+		t.Fatalf("PostgreSQL: %v", l.err)
+	}
+	return Need(t, l.c)
+}
+
+// LazyMain is a test package's TestMain body for a Lazy cluster: it runs
+// the tests, then stops the cluster if one started.
+func LazyMain(m *testing.M, l *Lazy) int {
+	code := m.Run()
+	if l.c != nil {
+		if err := l.c.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "pgtest: stop PostgreSQL: %v\n", err)
+		}
+	}
+	return code
 }
