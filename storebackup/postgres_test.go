@@ -28,7 +28,7 @@ func TestMoveToPostgres(t *testing.T) {
 	src := open(t) // populated
 	importPG := func(name, file string) *pgbackend.Backend {
 		t.Helper()
-		dsn, err := c.Schema(ctx, pgtest.SchemaName(t.Name()+"/"+name))
+		dsn, err := c.Schema(ctx, pgtest.SchemaName(t.TempDir()+"/"+name)) // unique per run, -count included
 		if err != nil {
 			t.Fatal(err)
 		}
