@@ -131,6 +131,10 @@ func (v *Validator) readTargetLive(ctx context.Context, s *tableScan) error {
 	if snap == nil {
 		return fmt.Errorf("head snapshot %d is not in the metadata", *head)
 	}
+	if lf, ok := v.live.Get(snap.ManifestList); ok {
+		s.targetLive, s.targetRecords = lf.files, lf.records
+		return nil
+	}
 	wh, err := v.warehouseOf(snap.ManifestList)
 	if err != nil {
 		return err
@@ -156,6 +160,7 @@ func (v *Validator) readTargetLive(ctx context.Context, s *tableScan) error {
 			}
 		}
 	}
+	v.live.Add(snap.ManifestList, &liveFiles{files: s.targetLive, records: s.targetRecords})
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -67,7 +68,21 @@ type Validator struct {
 	classifier *classify.Classifier
 	results    *results
 	external   map[string]ExternalCheck
+	// live caches the live files of target heads by manifest list (an
+	// immutable file): the candidates of one batch share their target's
+	// head, and each would read all its manifests again.
+	live *lru.Cache[string, *liveFiles]
 }
+
+// liveFiles are a snapshot's live files and its records per partition;
+// never changed once cached.
+type liveFiles struct {
+	files   map[string]classify.Partition
+	records map[classify.Partition]int64
+}
+
+// liveCacheSize is how many target heads' live files are kept.
+const liveCacheSize = 32
 
 // New returns a validator.
 func New(opts Options) (*Validator, error) {
@@ -92,7 +107,11 @@ func New(opts Options) (*Validator, error) {
 	if opts.ResultCacheSize <= 0 {
 		opts.ResultCacheSize = 1024
 	}
-	v := &Validator{opts: opts, classifier: classify.New(opts.Warehouses...), external: map[string]ExternalCheck{}}
+	live, err := lru.New[string, *liveFiles](liveCacheSize)
+	if err != nil {
+		return nil, err
+	}
+	v := &Validator{opts: opts, classifier: classify.New(opts.Warehouses...), external: map[string]ExternalCheck{}, live: live}
 	for _, c := range opts.External {
 		switch {
 		case c.Name == "":
@@ -106,7 +125,6 @@ func New(opts Options) (*Validator, error) {
 		}
 		v.external[c.Name] = c
 	}
-	var err error
 	if v.results, err = newResults(opts.Store, opts.ResultCacheSize, opts.ResultTTL); err != nil {
 		return nil, err
 	}
