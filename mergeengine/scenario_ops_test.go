@@ -9,10 +9,8 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cockroachdb/datadriven"
@@ -113,37 +111,7 @@ func (d *scenario) scanRows(t *testing.T, td *datadriven.TestData) string {
 		td.Fatalf(t, "scan: %v", err)
 	}
 	defer at.Release()
-	byDay := map[string][]int64{}
-	rd := array.NewTableReader(at, 1024)
-	defer rd.Release()
-	for rd.Next() {
-		rec := rd.RecordBatch()
-		ids := rec.Column(0).(*array.Int64)
-		ts := rec.Column(1).(*array.Timestamp)
-		for i := range int(rec.NumRows()) {
-			day := time.UnixMicro(int64(ts.Value(i))).UTC().Format(time.DateOnly)
-			byDay[day] = append(byDay[day], ids.Value(i))
-		}
-	}
-	var b strings.Builder
-	days := make([]string, 0, len(byDay))
-	for day := range byDay {
-		days = append(days, day)
-	}
-	slices.Sort(days)
-	for _, day := range days {
-		ids := byDay[day]
-		slices.Sort(ids)
-		fmt.Fprintf(&b, "%s:", day)
-		for _, id := range ids {
-			fmt.Fprintf(&b, " %d", id)
-		}
-		b.WriteString("\n")
-	}
-	if len(days) == 0 {
-		b.WriteString("(no rows)\n")
-	}
-	return b.String()
+	return lakescenario.RowsByDay(t, td, at)
 }
 
 // snapshots on=B table=T: the table's snapshots metadata table (read

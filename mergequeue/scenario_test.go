@@ -34,6 +34,7 @@ import (
 
 	"github.com/floe-catalog/floe/assemble"
 	"github.com/floe-catalog/floe/mergequeue"
+	"github.com/floe-catalog/floe/testkit/lakescenario"
 	"github.com/floe-catalog/floe/testkit/testserver"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -497,39 +498,7 @@ func (d *scenario) scanRows(t *testing.T, td *datadriven.TestData) string {
 		td.Fatalf(t, "scan: %v", err)
 	}
 	defer at.Release()
-	byDay := map[string][]int64{}
-	rd := array.NewTableReader(at, 1024)
-	defer rd.Release()
-	for rd.Next() {
-		rec := rd.RecordBatch()
-		ids := rec.Column(0).(*array.Int64)
-		ts := rec.Column(1).(*array.Timestamp)
-		for i := range int(rec.NumRows()) {
-			day := time.UnixMicro(int64(ts.Value(i))).UTC().Format(time.DateOnly)
-			byDay[day] = append(byDay[day], ids.Value(i))
-		}
-	}
-	days := slices.Sorted(func(yield func(string) bool) {
-		for k := range byDay {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	var b strings.Builder
-	for _, day := range days {
-		ids := byDay[day]
-		slices.Sort(ids)
-		fmt.Fprintf(&b, "%s:", day)
-		for _, id := range ids {
-			fmt.Fprintf(&b, " %d", id)
-		}
-		b.WriteString("\n")
-	}
-	if len(days) == 0 {
-		b.WriteString("(no rows)\n")
-	}
-	return b.String()
+	return lakescenario.RowsByDay(t, td, at)
 }
 
 // log [on=BRANCH] [n=N]: the branch's last commits, newest first: their
