@@ -71,6 +71,7 @@ func registerStoreMetrics(reg prometheus.Registerer, st *versionstore.Stats) err
 		{"floe_versionstore_conflicts_total", "Writes refused with a conflict.", &st.Conflicts},
 		{"floe_versionstore_rebases_total", "Commits applied onto a head that moved since their expected hash.", &st.Rebases},
 		{"floe_versionstore_backend_retries_total", "Batches redone after the backend saw a concurrent reference change.", &st.BackendRetries},
+		{"floe_versionstore_locked_rounds_total", "Group-commit rounds that waited for their branch's row lock because other replicas were writing it (shared backends).", &st.LockedRounds},
 		{"floe_versionstore_trees_rebuilt_total", "Trees of commits that were not the last of their group-commit round, rebuilt from their operations on read.", &st.TreesRebuilt},
 	} {
 		v := c.v

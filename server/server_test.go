@@ -249,6 +249,7 @@ func TestMetricsUseRouteTemplates(t *testing.T) {
 		"floe_versionstore_commits_total ",
 		"floe_versionstore_batches_total ",
 		"floe_versionstore_trees_rebuilt_total 0",
+		"floe_versionstore_locked_rounds_total 0",
 	} {
 		if !strings.Contains(r.body, want) {
 			t.Errorf("/metrics lacks %q", want)

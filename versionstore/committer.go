@@ -76,6 +76,53 @@ func (c *headChain) add(h Hash) {
 	c.order = append(c.order, h)
 }
 
+// follow carries the chain from head from, the last durable one, to head
+// to, when the log records (newest first) show the reference moved between
+// them by descent alone: the heads remembered up to from are then still
+// ancestors, and a rebased commit's expected hash is found here instead of
+// by reading the other replicas' commits one round trip at a time. The
+// heads remembered after from were added by rounds that never became
+// durable, and are dropped. It reports whether it carried the chain; if
+// not, the caller resets it.
+func (c *headChain) follow(name string, from, to *Ref, recent []backend.LogRecord) bool {
+	if from == nil || to == nil || !c.has(from.Head) {
+		return false
+	}
+	want := to.Head
+	var heads []Hash
+	for _, rec := range recent {
+		if want == from.Head {
+			break
+		}
+		e, err := decodeRefLog(rec.Seq, rec.Value)
+		if err != nil || e.Ref != name {
+			continue
+		}
+		switch e.Op {
+		case RefLogCommit, RefLogMerge, RefLogTransplant:
+		default:
+			return false
+		}
+		if e.To != want {
+			return false
+		}
+		heads = append(heads, e.To)
+		want = e.From
+	}
+	if want != from.Head {
+		return false
+	}
+	at := slices.Index(c.order, from.Head)
+	for _, h := range c.order[at+1:] {
+		delete(c.set, h)
+	}
+	c.order = c.order[:at+1]
+	for _, h := range slices.Backward(heads) {
+		c.add(h)
+	}
+	return true
+}
+
 // reset forgets everything but head (nil: the reference does not exist).
 func (c *headChain) reset(head *Ref) {
 	clear(c.set)
@@ -88,6 +135,7 @@ func (c *headChain) reset(head *Ref) {
 type writeRequest struct {
 	ctx    context.Context
 	apply  func(ctx context.Context, t *refTxn) (any, error)
+	keys   [][]byte // tree keys apply reads, if known: see prefetch.go
 	done   chan struct{}
 	result any
 	err    error
@@ -147,13 +195,19 @@ func (t *refTxn) move(to Hash, op RefLogOp, principal string) {
 // half way: the caller waits even if ctx ends, since the committer may
 // already have applied it (it checks ctx before it starts).
 func (s *Store) write(ctx context.Context, name string, apply func(ctx context.Context, t *refTxn) (any, error)) (any, error) {
+	return s.writeKeys(ctx, name, nil, apply)
+}
+
+// writeKeys is write for a request that reads keys of the head's tree,
+// which a round on a shared backend prefetches (see prefetch.go).
+func (s *Store) writeKeys(ctx context.Context, name string, keys [][]byte, apply func(ctx context.Context, t *refTxn) (any, error)) (any, error) {
 	if err := s.beginWrite(); err != nil {
 		return nil, err
 	}
 	defer s.closeMu.RUnlock()
 	ctx, span := s.startWriteSpan(ctx, name)
 	defer span.End()
-	req := &writeRequest{ctx: ctx, apply: apply, done: make(chan struct{})}
+	req := &writeRequest{ctx: ctx, apply: apply, keys: keys, done: make(chan struct{})}
 	if span.IsRecording() {
 		req.traced, req.queued = true, time.Now()
 	}
@@ -193,6 +247,10 @@ func (s *Store) runQueue(name string, q *refQueue) {
 			if round == nil {
 				return // the queue was idle and is gone
 			}
+			if locker := s.contended(q); locker != nil {
+				s.lockedRound(name, q, locker, round)
+				continue
+			}
 			if s.shared {
 				// Another replica may have moved the ref since this
 				// committer last wrote it: start from the stored head
@@ -222,6 +280,13 @@ func (s *Store) runQueue(name string, q *refQueue) {
 			}
 		}
 		durable := s.complete(name, q, inflight)
+		if locker := s.contended(q); locker != nil && len(next.round) > 0 {
+			// Another replica is writing this ref: the next round waits
+			// for its turn on the row before it is built (lockedRound).
+			inflight = nil
+			s.lockedRound(name, q, locker, next.round)
+			continue
+		}
 		if !durable && len(next.round) > 0 {
 			round := next.round
 			next = s.prepareRound(name, q, s.refs.get(name), nil)
@@ -240,6 +305,62 @@ func (s *Store) runQueue(name string, q *refQueue) {
 	}
 }
 
+// contended returns the backend's ref locker while the ref is contended
+// by other replicas (see refQueue.contendedUntil), nil otherwise.
+func (s *Store) contended(q *refQueue) backend.RefLocker {
+	locker, ok := s.be.(backend.RefLocker)
+	if !ok || !s.shared || !time.Now().Before(q.contendedUntil) {
+		return nil
+	}
+	return locker
+}
+
+// lockedRound writes round while other replicas contend for the ref:
+// first it waits for the ref's row lock, then takes every request that
+// arrived meanwhile into the round and builds it once, on the head the
+// lock holds. Built before the wait, a round would be rebuilt on the head
+// the other replicas left, and would hold only the requests that arrived
+// before it was; this way a replica's turn on the row carries all its
+// waiting commits.
+func (s *Store) lockedRound(name string, q *refQueue, locker backend.RefLocker, round []*writeRequest) {
+	before := s.refs.get(name)
+	held, err := s.lockRef(locker, name)
+	if err != nil {
+		p := &preparedRound{round: round}
+		s.failRound(name, q, p, err)
+		p.deliver()
+		return
+	}
+	head := s.refs.get(name)
+	if !q.chain.follow(name, before, head, held.RecentLog()) {
+		q.chain.reset(head)
+	}
+	if !sameRef(before, head) {
+		// Still contended: another replica wrote since this one did.
+		q.contendedUntil = time.Now().Add(contendedFor)
+	}
+	round = append(round, s.takePending(name, q, s.maxGroup-len(round), false)...)
+	p := s.prepareRound(name, q, head, nil)
+	p.add(round)
+	if !p.changed() {
+		held.Release()
+		p.deliver()
+		return
+	}
+	s.stats.LockedRounds.Add(1)
+	p.apply = held.Apply // Apply releases the lock
+	p.start()
+	s.complete(name, q, p)
+}
+
+// sameRef reports whether two mirror values are the same ref state.
+func sameRef(a, b *Ref) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return sameValue(a.raw, b.raw)
+}
+
 // takePending removes up to max queued requests. With exit set and nothing
 // queued, it retires the queue and returns nil.
 func (s *Store) takePending(name string, q *refQueue, max int, exit bool) []*writeRequest {
@@ -248,7 +369,11 @@ func (s *Store) takePending(name string, q *refQueue, max int, exit bool) []*wri
 	if len(q.pending) == 0 {
 		if exit {
 			q.running = false
-			delete(s.queues, name)
+			// A contended ref's queue is kept for its next write, which
+			// then goes straight to lockedRound, and keeps the chain.
+			if !time.Now().Before(q.contendedUntil) {
+				delete(s.queues, name)
+			}
 		}
 		return nil
 	}
@@ -320,10 +445,9 @@ type preparedRound struct {
 	err        error         // Apply's outcome, once done is closed
 
 	// apply, if set, writes the batch instead of the backend's Apply:
-	// a LockedRef's, after a lost compare-and-swap.
+	// a LockedRef's (see lockedRound, and complete after a lost
+	// compare-and-swap).
 	apply func(context.Context, backend.Batch) error
-	// held is the ref's row lock when start found the ref moved.
-	held backend.LockedRef
 }
 
 // sameValue compares ref values, nil (absent) apart from empty.
@@ -360,8 +484,7 @@ func (p *preparedRound) batch() backend.Batch {
 func (p *preparedRound) start() {
 	p.seal()
 	p.done = make(chan struct{})
-	locker, _ := p.s.be.(backend.RefLocker)
-	locking := p.apply == nil && locker != nil && p.s.shared && time.Now().Before(p.q.contendedUntil)
+	hinting := p.s.hinting(p.q)
 	go func() {
 		writing := time.Now()
 		apply := p.s.be.Apply
@@ -369,24 +492,8 @@ func (p *preparedRound) start() {
 			apply = p.apply
 		}
 		b := p.batch()
-		if locking {
-			held, err := locker.LockRef(context.Background(), p.name)
-			switch {
-			case err != nil:
-				p.err = err
-			case !sameValue(held.Value(), b.Refs[0].Expected):
-				// Another replica moved the ref: complete rebases the
-				// round under this lock.
-				p.held = held
-				p.err = fmt.Errorf("ref %q moved: %w", p.name, backend.ErrRefConflict)
-			default:
-				apply = held.Apply
-			}
-			if p.err != nil {
-				p.traceDurable(writing)
-				close(p.done)
-				return
-			}
+		if hinting {
+			b.Refs[0].Hint = p.hint()
 		}
 		p.err = apply(context.Background(), b)
 		p.traceDurable(writing)
@@ -423,6 +530,7 @@ func (s *Store) prepareRound(name string, q *refQueue, base *Ref, parent *overla
 func (p *preparedRound) add(reqs []*writeRequest) {
 	s, chain := p.s, &p.q.chain
 	p.round = append(p.round, reqs...)
+	p.prefetch(reqs)
 	for i, r := range reqs {
 		r.result, r.err = nil, nil
 		if err := r.ctx.Err(); err != nil {
@@ -489,6 +597,26 @@ func (p *preparedRound) add(reqs []*writeRequest) {
 	}
 }
 
+// prefetch reads the head tree's nodes the requests will look up, when
+// the backend can read many at once.
+func (p *preparedRound) prefetch(reqs []*writeRequest) {
+	if p.s.multi == nil || p.cur == nil {
+		return
+	}
+	var keys [][]byte
+	for _, r := range reqs {
+		keys = append(keys, r.keys...)
+	}
+	if len(keys) == 0 {
+		return
+	}
+	c, err := p.ov.commit(context.Background(), p.cur.Head)
+	if err != nil {
+		return // the requests read it again and report
+	}
+	p.s.prefetch(p.ov, c.Tree, keys)
+}
+
 // staleCheck fails a write whose record check names a record an earlier
 // write of the round changes.
 func (p *preparedRound) staleCheck(checks []backend.RecordCheck) error {
@@ -510,14 +638,12 @@ func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 	err := p.wait()
 	round, retries := p.round, 0
 	var held backend.LockedRef // the ref's row, held for the next redo
+	followed := false          // the chain was carried over to the reloaded head
 	defer func() {
 		// A lock still held here was never handed to a redo's Apply.
-		for _, h := range []backend.LockedRef{held, p.held} {
-			if h != nil {
-				h.Release()
-			}
+		if held != nil {
+			held.Release()
 		}
-		p.held = nil
 	}()
 	for err != nil {
 		var rc *backend.RecordConflictError
@@ -538,15 +664,11 @@ func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 				// replicas' batches, and rebase on the head it holds:
 				// nobody can move it before this round is written.
 				q.contendedUntil = time.Now().Add(contendedFor)
-				if p.held != nil {
-					held, p.held = p.held, nil
-					err = s.adoptLocked(name, held)
-				} else {
-					held, err = s.lockRef(locker, name)
-				}
-				if err != nil {
+				before := s.refs.get(name)
+				if held, err = s.lockRef(locker, name); err != nil {
 					return s.failRound(name, q, p, err)
 				}
+				followed = q.chain.follow(name, before, s.refs.get(name), held.RecentLog())
 				break
 			}
 			// Another process is committing to this ref right now; reloading
@@ -560,7 +682,9 @@ func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 		default:
 			return s.failRound(name, q, p, err)
 		}
-		q.chain.reset(s.refs.get(name))
+		if !followed {
+			q.chain.reset(s.refs.get(name))
+		}
 		redo := s.prepareRound(name, q, s.refs.get(name), nil)
 		redo.add(round)
 		if !redo.changed() {
@@ -653,6 +777,7 @@ func (s *Store) lockRef(locker backend.RefLocker, name string) (backend.LockedRe
 // adoptLocked sets the mirror to the value a held ref lock read; on error
 // it releases the lock.
 func (s *Store) adoptLocked(name string, held backend.LockedRef) error {
+	s.adoptHint(held.Hint())
 	raw := held.Value()
 	if raw == nil {
 		s.refs.set(name, nil)

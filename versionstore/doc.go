@@ -27,6 +27,13 @@
 // (records.go) ride in the same batch as the commit that carries them and
 // may be written by compare-and-swap.
 //
+// On a backend other replicas write too (backend.Shared), a branch they
+// contend for is written in turns on its row lock, each turn one round of
+// every commit waiting (committer.go, lockedRound), started from what the
+// lock hands over: the others' log records, the hint the last writer left
+// (hint.go), and the tree nodes on the round's key paths read one level
+// per round trip (prefetch.go).
+//
 // It knows nothing of HTTP, Iceberg JSON or authorization: it must not
 // import rest/, policy/, server/ or any Iceberg package. Durable storage is
 // reached only through the narrow interface in versionstore/backend.

@@ -64,7 +64,7 @@ func (s *Store) Commit(ctx context.Context, req CommitRequest) (*CommitResult, e
 		return nil, err
 	}
 	puts := preparePuts(req.Operations)
-	res, err := s.write(ctx, req.Branch, func(ctx context.Context, t *refTxn) (any, error) {
+	res, err := s.writeKeys(ctx, req.Branch, readKeys(req.Operations), func(ctx context.Context, t *refTxn) (any, error) {
 		return t.commit(ctx, req, puts, rec)
 	})
 	if err != nil {
@@ -73,6 +73,27 @@ func (s *Store) Commit(ctx context.Context, req CommitRequest) (*CommitResult, e
 	r := res.(*CommitResult)
 	r.Commit = r.Commit.clone() // the original is shared with the cache
 	return r, nil
+}
+
+// readKeys are the tree keys a commit of ops looks up: each key and the
+// namespaces above a put.
+func readKeys(ops []Operation) [][]byte {
+	keys := make([][]byte, 0, len(ops))
+	seen := map[string]bool{}
+	for _, op := range ops {
+		n := 1
+		if op.Kind == OpPut {
+			n = len(op.Key)
+		}
+		for i := len(op.Key); i > 0 && i > len(op.Key)-n; i-- {
+			k := op.Key[:i].Encode()
+			if !seen[string(k)] {
+				seen[string(k)] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys
 }
 
 // preparedPut is a put's content, encoded and hashed by the caller's

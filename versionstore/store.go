@@ -50,6 +50,9 @@ type Store struct {
 	// (backend.Shared): refs is then only the committers' working copy,
 	// and every read of a reference goes to the backend; see sharedRefs.
 	shared bool
+	// multi reads many objects in one round trip; set on a shared backend
+	// that can (see prefetch.go).
+	multi backend.ObjectsGetter
 
 	queuesMu sync.Mutex
 	queues   map[string]*refQueue
@@ -68,6 +71,7 @@ type Stats struct {
 	Rebases        atomic.Uint64 // commits applied onto a head that moved since their expected hash
 	BackendRetries atomic.Uint64 // batches retried after the backend saw a concurrent ref change
 	TreesRebuilt   atomic.Uint64 // intermediate trees rebuilt from their commits (see intermediate.go)
+	LockedRounds   atomic.Uint64 // rounds built after waiting for the ref's row lock, other replicas contending (lockedRound)
 }
 
 // Open opens a store over be, creating the default branch on first use.
@@ -97,6 +101,7 @@ func Open(ctx context.Context, be backend.Backend, opts Options) (*Store, error)
 	}
 	if sh, ok := be.(backend.Shared); ok && sh.Shared() {
 		s.shared = true
+		s.multi, _ = be.(backend.ObjectsGetter)
 	}
 	refs, err := s.loadRefs(ctx)
 	if err != nil {

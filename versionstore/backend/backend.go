@@ -64,6 +64,12 @@ type RefUpdate struct {
 	Name     string
 	Expected []byte
 	New      []byte
+	// Hint, with New, is kept beside the new value for the next LockRef
+	// of the ref to return (LockedRef.Hint): what the next writer will
+	// read, sent along with the lock instead of fetched after it. It is
+	// never compared nor listed, replaced (or cleared) by every update,
+	// and a backend without RefLocker ignores it.
+	Hint []byte
 }
 
 // Ref is a stored reference: its name and opaque value.
@@ -173,6 +179,15 @@ type Shared interface {
 	Shared() bool
 }
 
+// ObjectsGetter is implemented by a backend that reads many objects in one
+// round trip. A store on a shared backend uses it to read, level by level,
+// the tree nodes another replica wrote, rather than one node at a time.
+type ObjectsGetter interface {
+	// GetObjects returns the objects' bytes in the order of ids, nil for
+	// an object that does not exist.
+	GetObjects(ctx context.Context, ids []ObjectID) ([][]byte, error)
+}
+
 // RefLocker is implemented by a shared backend that can hold one reference
 // against every other writer, in any process, while the caller computes the
 // batch that moves it. The version store uses it after losing a
@@ -189,6 +204,14 @@ type RefLocker interface {
 type LockedRef interface {
 	// Value is the reference's value when it was locked; nil if absent.
 	Value() []byte
+	// Hint is the RefUpdate.Hint stored with Value, if any.
+	Hint() []byte
+	// RecentLog is the newest log records when the lock was granted,
+	// newest first, read in the same round trip: enough for the caller to
+	// follow the other writers' moves of the reference without reading
+	// their commits. It may be empty, or stop short of what the caller
+	// last saw.
+	RecentLog() []LogRecord
 	// Apply writes the batch as Backend.Apply does, and releases the lock.
 	Apply(ctx context.Context, b Batch) error
 	// Release gives the lock up without writing anything.

@@ -195,16 +195,16 @@ func (p *planned) statements() []stmt {
 		}
 		switch {
 		case u.Expected == nil && u.New != nil:
-			add(exists, `WITH i AS (INSERT INTO floe_refs (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING 1)
-				SELECT 1/count(*) FROM i`, name, nonNil(u.New))
+			add(exists, `WITH i AS (INSERT INTO floe_refs (name, value, hint) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING RETURNING 1)
+				SELECT 1/count(*) FROM i`, name, nonNil(u.New), u.Hint)
 		case u.Expected == nil:
 			add(exists, `SELECT 1/(1 - count(*)) FROM floe_refs WHERE name = $1`, name)
 		case u.New != nil:
 			// Under READ COMMITTED a concurrent update of the row makes
 			// this wait, then re-check the WHERE clause against the new
 			// row version: the compare-and-swap is decided by the row lock.
-			add(differs, `WITH u AS (UPDATE floe_refs SET value = $3 WHERE name = $1 AND value = $2 RETURNING 1)
-				SELECT 1/count(*) FROM u`, name, u.Expected, nonNil(u.New))
+			add(differs, `WITH u AS (UPDATE floe_refs SET value = $3, hint = $4 WHERE name = $1 AND value = $2 RETURNING 1)
+				SELECT 1/count(*) FROM u`, name, u.Expected, nonNil(u.New), u.Hint)
 		default:
 			add(differs, `WITH d AS (DELETE FROM floe_refs WHERE name = $1 AND value = $2 RETURNING 1)
 				SELECT 1/count(*) FROM d`, name, u.Expected)

@@ -8,8 +8,8 @@ package pgbackend_test
 // BenchmarkCommitThroughput is the figure: version-store commits
 // of distinct new tables to one branch from 64 committers, on Pebble, on
 // PostgreSQL through one replica, and through three replicas (three
-// stores over one schema, committers spread across them, so rounds lose
-// compare-and-swaps to each other and are rebased). BenchmarkPgTestFsync
+// stores over one schema, committers spread across them, so the replicas
+// take turns on the branch's row lock: see lockedRound). BenchmarkPgTestFsync
 // runs PostgreSQL's own pg_test_fsync for the disk's limit beside it.
 
 import (

@@ -33,12 +33,15 @@ func (b *Backend) LockRef(ctx context.Context, name string) (backend.LockedRef, 
 	}
 	var q pgx.Batch
 	q.Queue("BEGIN")
-	q.Queue(`SELECT value FROM floe_refs WHERE name = $1 FOR UPDATE`, []byte(name))
+	q.Queue(`SELECT value, hint FROM floe_refs WHERE name = $1 FOR UPDATE`, []byte(name))
+	// Read committed: this statement's snapshot is taken once the row is
+	// granted, so it holds every move of the ref up to the locked value.
+	q.Queue(`SELECT seq, value FROM floe_log ORDER BY seq DESC LIMIT $1`, recentLogRecords)
 	br := conn.SendBatch(ctx, &q)
 	_, err = br.Exec()
-	var v []byte
+	var v, hint []byte
 	if err == nil {
-		err = br.QueryRow().Scan(&v)
+		err = br.QueryRow().Scan(&v, &hint)
 	}
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -46,25 +49,61 @@ func (b *Backend) LockRef(ctx context.Context, name string) (backend.LockedRef, 
 	case err == nil:
 		v = nonNil(v)
 	}
+	var recent []backend.LogRecord
+	if err == nil {
+		recent, err = scanLog(br)
+	}
 	err = errors.Join(err, br.Close())
 	if err != nil {
 		end(conn)
 		b.leave()
 		return nil, fmt.Errorf("pgbackend: lock ref %q: %w", name, unavailable(err))
 	}
-	return &lockedRef{b: b, conn: conn, value: v}, nil
+	return &lockedRef{b: b, conn: conn, value: v, hint: hint, recent: recent}, nil
+}
+
+// recentLogRecords is how many of the newest log records LockRef reads:
+// a few rounds of every replica's commits, so a committer that lost its
+// place to them can follow the ref's moves through them.
+const recentLogRecords = 256
+
+func scanLog(br pgx.BatchResults) ([]backend.LogRecord, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	var out []backend.LogRecord
+	for rows.Next() {
+		var (
+			seq   int64
+			value []byte
+		)
+		if err := rows.Scan(&seq, &value); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, backend.LogRecord{Seq: uint64(seq), Value: value})
+	}
+	rows.Close()
+	return out, rows.Err()
 }
 
 // lockedRef is a connection in a transaction holding one ref's row. It
 // keeps the backend entered (Close waits for it) until Apply or Release.
 type lockedRef struct {
-	b     *Backend
-	conn  *pgxpool.Conn
-	value []byte
-	once  sync.Once
+	b      *Backend
+	conn   *pgxpool.Conn
+	value  []byte
+	hint   []byte
+	recent []backend.LogRecord
+	once   sync.Once
 }
 
 func (l *lockedRef) Value() []byte { return l.value }
+
+func (l *lockedRef) Hint() []byte { return l.hint }
+
+func (l *lockedRef) RecentLog() []backend.LogRecord { return l.recent }
 
 // Apply writes the batch in the locked transaction. Should the database
 // abort it for a serialization failure or deadlock, the batch is applied

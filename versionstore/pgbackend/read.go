@@ -31,6 +31,49 @@ func (b *Backend) GetObject(ctx context.Context, id backend.ObjectID) ([]byte, e
 	return nonNil(data), nil
 }
 
+var _ backend.ObjectsGetter = (*Backend)(nil)
+
+// GetObjects reads the objects in one query; missing ones are nil.
+func (b *Backend) GetObjects(ctx context.Context, ids []backend.ObjectID) ([][]byte, error) {
+	if err := b.enter("get objects"); err != nil {
+		return nil, err
+	}
+	defer b.leave()
+	keys := make([][]byte, len(ids))
+	at := make(map[backend.ObjectID]int, len(ids))
+	for i := range ids {
+		keys[i] = ids[i][:]
+		at[ids[i]] = i
+	}
+	out, err := withRetry(ctx, func(ctx context.Context) ([][]byte, error) {
+		out := make([][]byte, len(ids))
+		rows, err := b.pool.Query(ctx, `SELECT id, data FROM floe_objects WHERE id = ANY($1)`, keys)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, data []byte
+			if err := rows.Scan(&id, &data); err != nil {
+				return nil, err
+			}
+			var oid backend.ObjectID
+			if len(id) != len(oid) {
+				return nil, fmt.Errorf("object id of %d bytes", len(id))
+			}
+			copy(oid[:], id)
+			if i, ok := at[oid]; ok {
+				out[i] = nonNil(data)
+			}
+		}
+		return out, rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgbackend: get %d objects: %w", len(ids), err)
+	}
+	return out, nil
+}
+
 // HasObject reports whether the object exists.
 func (b *Backend) HasObject(ctx context.Context, id backend.ObjectID) (bool, error) {
 	if err := b.enter("has object"); err != nil {

@@ -45,6 +45,8 @@ var migrations = []string{
 		key   bytea PRIMARY KEY,
 		value bytea NOT NULL
 	)`,
+	// 2: a ref's hint (backend.RefUpdate.Hint), returned by LockRef.
+	`ALTER TABLE floe_refs ADD COLUMN hint bytea`,
 }
 
 // SchemaVersion is the schema version this build writes.
