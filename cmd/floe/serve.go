@@ -67,8 +67,12 @@ func newServeCommand() *cobra.Command {
 				return err
 			}
 			logger.Info("starting floe", "version", versionString())
-			if limit, set := applyMemoryLimit(memoryLimit, metadataCacheBytes, cfg.StoreCacheBytes+pebbleGoHeap(cfg)); set {
+			limit, set := applyMemoryLimit(memoryLimit, metadataCacheBytes, cfg.StoreCacheBytes+pebbleGoHeap(cfg))
+			if set {
 				logger.Info("memory limit", "bytes", limit)
+			}
+			if pct, ok := applyGCPercent(set || os.Getenv("GOMEMLIMIT") != ""); ok {
+				logger.Info("garbage collector", "gc_percent", pct)
 			}
 			if cfg.Security, err = secFlags.security(cfg.HTTP.Addr); err != nil {
 				return err
@@ -209,6 +213,26 @@ func applyMemoryLimit(limit, metadataCacheBytes, storeCacheBytes int64) (int64, 
 	}
 	debug.SetMemoryLimit(limit)
 	return limit, true
+}
+
+// limitedGCPercent is the collector's GOGC while a memory limit holds the
+// heap: the heap may grow to five times its live size between
+// collections, never past the limit. A serving floe's live heap is mostly
+// its caches; while they are far from full, GOGC=100 collected every time
+// a few hundred commits had allocated the live size again, about 11% of
+// the CPU of 32 clients' commits (issue 14); under the limit the
+// collector runs as it did before.
+const limitedGCPercent = 400
+
+// applyGCPercent sets limitedGCPercent when a memory limit bounds the heap
+// and GOGC is not in the environment (which wins); without a limit it
+// leaves GOGC=100, whose growth is then the only bound.
+func applyGCPercent(limited bool) (int, bool) {
+	if !limited || os.Getenv("GOGC") != "" {
+		return 0, false
+	}
+	debug.SetGCPercent(limitedGCPercent)
+	return limitedGCPercent, true
 }
 
 // traceFlushTimeout bounds how long shutdown waits for the last spans to
