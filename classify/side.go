@@ -146,7 +146,9 @@ func addedSnapshots(base, meta table.Metadata, descends bool) ([]table.Snapshot,
 	physical := map[int64]string{}
 	var baseChain []table.Snapshot
 	if base != nil {
-		for id, n := headSnapshot(base), 0; id != nil && n <= len(base.Snapshots()); n++ {
+		// Snapshots() copies every snapshot: bound the walk once.
+		limit := len(base.Snapshots())
+		for id, n := headSnapshot(base), 0; id != nil && n <= limit; n++ {
 			s := base.SnapshotByID(*id)
 			if s == nil {
 				break // expired in the base: what is left is still the base's

@@ -460,7 +460,7 @@ func (mk *marker) markSnapshot(ctx context.Context, tableLoc string, why provena
 		return nil
 	}
 	mk.listsRead.Add(1)
-	mfs, err := w.ReadSnapshotManifests(ctx, snap)
+	mfs, err := w.ScanSnapshotManifests(ctx, snap)
 	if errors.Is(err, fs.ErrNotExist) {
 		mk.missing(tableLoc, why, snap.ManifestList, err)
 		return nil

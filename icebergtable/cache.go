@@ -1,6 +1,14 @@
 package icebergtable
 
-import "github.com/floe-catalog/floe/internal/bytelru"
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/floe-catalog/floe/internal/bytelru"
+)
 
 // DefaultMetadataCacheBytes is the budget of a MetadataCache when its
 // owner configures none: enough for the hot tables of a busy catalog (a
@@ -23,14 +31,82 @@ const entryOverhead = 1 << 10
 // made on demand, is not counted; it is smaller than the file.) A file
 // heavier than the whole budget is not cached at all. A nil *MetadataCache
 // caches nothing.
+//
+// The same budget holds decoded manifest lists and manifests, which are
+// just as immutable: the merge layer reads the same ones over and over
+// (classifying each request of a queue batch reads the target's recent
+// snapshots again, and validating its candidate reads them once more), and
+// decoding Avro was most of a merge's CPU (issue 13).
 type MetadataCache struct {
-	lru *bytelru.Cache[string, *MetadataFile]
+	lru *bytelru.Cache[string, any]
 }
 
 // NewMetadataCache returns a cache holding at most maxBytes (approximately;
 // see MetadataCache). A maxBytes of zero or less caches nothing.
 func NewMetadataCache(maxBytes int64) *MetadataCache {
-	return &MetadataCache{lru: bytelru.New[string, *MetadataFile](bytelru.Options{MaxBytes: maxBytes})}
+	return &MetadataCache{lru: bytelru.New[string, any](bytelru.Options{MaxBytes: maxBytes})}
+}
+
+// Keys of the decoded manifest files, apart from metadata files (whose
+// key is their location).
+const (
+	manifestListKey = "manifest-list:"
+	manifestKey     = "manifest:"
+)
+
+// Approximate memory of decoded manifest files: a manifest list's entry
+// is a small struct with partition summaries; a manifest entry holds a
+// data file with its column statistics maps, several times its Avro size.
+const (
+	manifestFileWeight  = 512
+	manifestEntryWeight = 2 << 10
+)
+
+func (c *MetadataCache) manifestList(loc string) ([]iceberg.ManifestFile, bool) {
+	if c == nil {
+		return nil, false
+	}
+	v, ok := c.lru.Get(manifestListKey + loc)
+	mfs, isList := v.([]iceberg.ManifestFile)
+	// A copy: callers may append to or reorder what they are given.
+	return slices.Clone(mfs), ok && isList
+}
+
+func (c *MetadataCache) addManifestList(loc string, mfs []iceberg.ManifestFile) {
+	if c == nil {
+		return
+	}
+	c.lru.Add(manifestListKey+loc, slices.Clone(mfs), int64(entryOverhead+manifestFileWeight*len(mfs)))
+}
+
+// entriesKey keys a manifest's decoded entries: its location and what its
+// entries inherit from the manifest list that lists it (snapshot id,
+// sequence number, spec, content, first row id). The same file listed by
+// another list, such as a source branch's manifest a cherry-pick lists
+// under a new sequence number, decodes to other entries.
+func entriesKey(mf iceberg.ManifestFile) string {
+	first := "-"
+	if id := mf.FirstRowID(); id != nil {
+		first = strconv.FormatInt(*id, 10)
+	}
+	return fmt.Sprintf("%s%d/%d/%d/%d/%s/%s", manifestKey, mf.SnapshotID(), mf.SequenceNum(), mf.PartitionSpecID(), mf.ManifestContent(), first, mf.FilePath())
+}
+
+func (c *MetadataCache) manifest(mf iceberg.ManifestFile) ([]iceberg.ManifestEntry, bool) {
+	if c == nil {
+		return nil, false
+	}
+	v, ok := c.lru.Get(entriesKey(mf))
+	entries, isManifest := v.([]iceberg.ManifestEntry)
+	return slices.Clone(entries), ok && isManifest
+}
+
+func (c *MetadataCache) addManifest(mf iceberg.ManifestFile, entries []iceberg.ManifestEntry) {
+	if c == nil {
+		return
+	}
+	w := max(int64(manifestEntryWeight*len(entries)), 8*mf.Length())
+	c.lru.Add(entriesKey(mf), slices.Clone(entries), entryOverhead+w)
 }
 
 // weight is the approximate memory f holds.
@@ -46,7 +122,8 @@ func (c *MetadataCache) get(loc string) *MetadataFile {
 	if c == nil {
 		return nil
 	}
-	f, _ := c.lru.Get(loc)
+	v, _ := c.lru.Get(loc)
+	f, _ := v.(*MetadataFile)
 	return f
 }
 
@@ -57,7 +134,8 @@ func (c *MetadataCache) add(f *MetadataFile) {
 	c.lru.Add(f.Location, f, weight(f))
 }
 
-// Bytes is the summed weight of the cached files, never above the budget.
+// Bytes is the summed weight of the cached files (metadata files and
+// decoded manifests), never above the budget.
 func (c *MetadataCache) Bytes() int64 {
 	if c == nil {
 		return 0
@@ -65,7 +143,7 @@ func (c *MetadataCache) Bytes() int64 {
 	return c.lru.Bytes()
 }
 
-// Len is the number of cached files.
+// Len is the number of cached files, of every kind.
 func (c *MetadataCache) Len() int {
 	if c == nil {
 		return 0

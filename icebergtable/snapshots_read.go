@@ -11,7 +11,25 @@ import (
 // ReadSnapshotManifests reads the manifest list of snap through the
 // warehouse's file IO: the manifests that make up the table at that
 // snapshot. It reads no manifest and no data file.
+//
+// Decoded lists are kept in the warehouse's cache (MetadataCache), since
+// manifest lists never change.
 func (w *Warehouse) ReadSnapshotManifests(ctx context.Context, snap *table.Snapshot) ([]iceberg.ManifestFile, error) {
+	return w.readSnapshotManifests(ctx, snap, true)
+}
+
+// ScanSnapshotManifests is ReadSnapshotManifests for a scan that reads
+// every list once, such as the garbage collector's mark: it answers from
+// the cache but adds nothing to it, so the scan does not evict what the
+// hot tables' commits and merges read.
+func (w *Warehouse) ScanSnapshotManifests(ctx context.Context, snap *table.Snapshot) ([]iceberg.ManifestFile, error) {
+	return w.readSnapshotManifests(ctx, snap, false)
+}
+
+func (w *Warehouse) readSnapshotManifests(ctx context.Context, snap *table.Snapshot, keep bool) ([]iceberg.ManifestFile, error) {
+	if mfs, ok := w.cache.manifestList(snap.ManifestList); ok {
+		return mfs, nil
+	}
 	fsys, done, err := w.fileIO(ctx, snap.ManifestList)
 	if err != nil {
 		return nil, err
@@ -21,13 +39,20 @@ func (w *Warehouse) ReadSnapshotManifests(ctx context.Context, snap *table.Snaps
 	if err != nil {
 		return nil, fmt.Errorf("read the manifest list %s of snapshot %d: %w", snap.ManifestList, snap.SnapshotID, err)
 	}
+	if keep {
+		w.cache.addManifestList(snap.ManifestList, mfs)
+	}
 	return mfs, nil
 }
 
 // ReadManifestEntries reads every entry of one manifest, deleted entries
 // included (they say which files the manifest's snapshot removed). It
-// reads no data file.
+// reads no data file. Decoded entries are kept in the warehouse's cache,
+// keyed by the manifest and what its entries inherit from the list.
 func (w *Warehouse) ReadManifestEntries(ctx context.Context, mf iceberg.ManifestFile) ([]iceberg.ManifestEntry, error) {
+	if entries, ok := w.cache.manifest(mf); ok {
+		return entries, nil
+	}
 	fsys, done, err := w.fileIO(ctx, mf.FilePath())
 	if err != nil {
 		return nil, err
@@ -37,5 +62,6 @@ func (w *Warehouse) ReadManifestEntries(ctx context.Context, mf iceberg.Manifest
 	if err != nil {
 		return nil, fmt.Errorf("read the manifest %s: %w", mf.FilePath(), err)
 	}
+	w.cache.addManifest(mf, entries)
 	return entries, nil
 }

@@ -113,7 +113,8 @@ func (v *Validator) warehouseOf(loc string) (*icebergtable.Warehouse, error) {
 // main-ref history.
 func (v *Validator) readTargetLive(ctx context.Context, s *tableScan) error {
 	meta := s.tgtMeta
-	for id, n := classify.HeadSnapshotID(meta), 0; id != nil && n <= len(meta.Snapshots()); n++ {
+	limit := len(meta.Snapshots()) // a copy of every snapshot: taken once
+	for id, n := classify.HeadSnapshotID(meta), 0; id != nil && n <= limit; n++ {
 		snap := meta.SnapshotByID(*id)
 		if snap == nil {
 			break // expired: what is left is still the history
@@ -207,7 +208,8 @@ func chainSince(tgt, cand table.Metadata) ([]table.Snapshot, string) {
 	var head *int64
 	if tgt != nil {
 		head = classify.HeadSnapshotID(tgt)
-		for id, n := head, 0; id != nil && n <= len(tgt.Snapshots()); n++ {
+		limit := len(tgt.Snapshots()) // a copy of every snapshot: taken once
+		for id, n := head, 0; id != nil && n <= limit; n++ {
 			s := tgt.SnapshotByID(*id)
 			if s == nil {
 				break
@@ -219,6 +221,7 @@ func chainSince(tgt, cand table.Metadata) ([]table.Snapshot, string) {
 	var chain []table.Snapshot
 	why := ""
 	id := classify.HeadSnapshotID(cand)
+	candSnapshots := len(cand.Snapshots())
 	for walked := 0; ; walked++ {
 		if id == nil {
 			if head != nil {
@@ -237,7 +240,7 @@ func chainSince(tgt, cand table.Metadata) ([]table.Snapshot, string) {
 			}
 			break
 		}
-		if walked > len(cand.Snapshots()) {
+		if walked > candSnapshots {
 			why = "the candidate's snapshots' parents form a cycle"
 			break
 		}

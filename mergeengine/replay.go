@@ -195,7 +195,8 @@ func readsItself(key versionstore.ContentKey, rec *classify.Operation, c *classi
 
 // inLineage reports whether id is s's parent or an ancestor of it in meta.
 func inLineage(meta table.Metadata, s table.Snapshot, id int64) bool {
-	for next, n := s.ParentSnapshotID, 0; next != nil && n <= len(meta.Snapshots()); n++ {
+	limit := len(meta.Snapshots()) // a copy of every snapshot: taken once
+	for next, n := s.ParentSnapshotID, 0; next != nil && n <= limit; n++ {
 		if *next == id {
 			return true
 		}

@@ -50,6 +50,14 @@ type Files interface {
 	WriteFile(ctx context.Context, loc string, data []byte) error
 }
 
+// manifestReader is implemented by Files that decode manifest lists and
+// manifests themselves, and keep them (icebergtable.Warehouse): a queue
+// batch reads the same ones for every member it merges.
+type manifestReader interface {
+	ReadSnapshotManifests(ctx context.Context, snap *table.Snapshot) ([]iceberg.ManifestFile, error)
+	ReadManifestEntries(ctx context.Context, mf iceberg.ManifestFile) ([]iceberg.ManifestEntry, error)
+}
+
 // Pick is one snapshot to cherry-pick and the snapshot it was made on in
 // its own lineage (nil when it was the table's first).
 type Pick struct {
@@ -438,6 +446,9 @@ func copyManifest(ctx context.Context, files Files, tableLoc string, m iceberg.M
 func readManifestList(ctx context.Context, files Files, s table.Snapshot) ([]iceberg.ManifestFile, error) {
 	if s.ManifestList == "" {
 		return nil, fmt.Errorf("%w: snapshot %d has no manifest list", ErrUnsupported, s.SnapshotID)
+	}
+	if mr, ok := files.(manifestReader); ok {
+		return mr.ReadSnapshotManifests(ctx, &s)
 	}
 	data, err := files.ReadFile(ctx, s.ManifestList)
 	if err != nil {

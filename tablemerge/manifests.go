@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -38,6 +39,13 @@ func readRawEntries(ctx context.Context, files Files, m iceberg.ManifestFile) ([
 // readEntries reads m's entries as a reader of the table sees them, m as
 // listed (sequence numbers and first row ids inherited from the list).
 func readEntries(ctx context.Context, files Files, m iceberg.ManifestFile, discardDeleted bool) ([]iceberg.ManifestEntry, error) {
+	if mr, ok := files.(manifestReader); ok {
+		entries, err := mr.ReadManifestEntries(ctx, m)
+		if err != nil || !discardDeleted {
+			return entries, err
+		}
+		return slices.DeleteFunc(entries, func(e iceberg.ManifestEntry) bool { return e.Status() == iceberg.EntryStatusDELETED }), nil
+	}
 	data, err := files.ReadFile(ctx, m.FilePath())
 	if err != nil {
 		return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
