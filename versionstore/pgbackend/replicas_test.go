@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/floe-catalog/floe/testkit/pgtest"
 	"github.com/floe-catalog/floe/versionstore"
@@ -291,6 +292,11 @@ func TestReplicasNoLostUpdateUnderContention(t *testing.T) {
 		})
 	}
 	upd.Wait()
+	// The fillers go on until some round took the lock, so the contended
+	// path is exercised however the scheduler ran the updaters.
+	for deadline := time.Now().Add(20 * time.Second); lockedRounds(rs) == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	close(done)
 	wg.Wait()
 	head, err := rs[2].GetRef("main")
@@ -305,11 +311,15 @@ func TestReplicasNoLostUpdateUnderContention(t *testing.T) {
 		t.Fatalf("shared table at version %d after %d acknowledged updates: updates were lost", got, updaters*updates)
 	}
 	t.Logf("%d stale updates conflicted and were retried", conflicts.Load())
-	var locked uint64
-	for _, r := range rs {
-		locked += r.Stats().LockedRounds.Load()
-	}
-	if locked == 0 {
+	if lockedRounds(rs) == 0 {
 		t.Error("no round waited for the ref's row lock: the contended path was not exercised")
 	}
+}
+
+func lockedRounds(rs []*versionstore.Store) uint64 {
+	var n uint64
+	for _, r := range rs {
+		n += r.Stats().LockedRounds.Load()
+	}
+	return n
 }
