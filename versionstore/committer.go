@@ -308,11 +308,10 @@ func (s *Store) runQueue(name string, q *refQueue) {
 // contended returns the backend's ref locker while the ref is contended
 // by other replicas (see refQueue.contendedUntil), nil otherwise.
 func (s *Store) contended(q *refQueue) backend.RefLocker {
-	locker, ok := s.be.(backend.RefLocker)
-	if !ok || !s.shared || !time.Now().Before(q.contendedUntil) {
+	if s.locker == nil || !time.Now().Before(q.contendedUntil) {
 		return nil
 	}
-	return locker
+	return s.locker
 }
 
 // lockedRound writes round while other replicas contend for the ref:
@@ -323,24 +322,15 @@ func (s *Store) contended(q *refQueue) backend.RefLocker {
 // before it was; this way a replica's turn on the row carries all its
 // waiting commits.
 func (s *Store) lockedRound(name string, q *refQueue, locker backend.RefLocker, round []*writeRequest) {
-	before := s.refs.get(name)
-	held, err := s.lockRef(locker, name)
+	held, err := s.lockRef(locker, name, q)
 	if err != nil {
 		p := &preparedRound{round: round}
 		s.failRound(name, q, p, err)
 		p.deliver()
 		return
 	}
-	head := s.refs.get(name)
-	if !q.chain.follow(name, before, head, held.RecentLog()) {
-		q.chain.reset(head)
-	}
-	if !sameRef(before, head) {
-		// Still contended: another replica wrote since this one did.
-		q.contendedUntil = time.Now().Add(contendedFor)
-	}
 	round = append(round, s.takePending(name, q, s.maxGroup-len(round), false)...)
-	p := s.prepareRound(name, q, head, nil)
+	p := s.prepareRound(name, q, s.refs.get(name), nil)
 	p.add(round)
 	if !p.changed() {
 		held.Release()
@@ -484,7 +474,7 @@ func (p *preparedRound) batch() backend.Batch {
 func (p *preparedRound) start() {
 	p.seal()
 	p.done = make(chan struct{})
-	hinting := p.s.hinting(p.q)
+	hinting := p.s.contended(p.q) != nil // see hint.go
 	go func() {
 		writing := time.Now()
 		apply := p.s.be.Apply
@@ -638,7 +628,6 @@ func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 	err := p.wait()
 	round, retries := p.round, 0
 	var held backend.LockedRef // the ref's row, held for the next redo
-	followed := false          // the chain was carried over to the reloaded head
 	defer func() {
 		// A lock still held here was never handed to a redo's Apply.
 		if held != nil {
@@ -656,19 +645,18 @@ func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 			if round, failed = failRecordCheckers(round, rc.Key); !failed {
 				return s.failRound(name, q, p, err)
 			}
+			q.chain.reset(s.refs.get(name)) // the failed round's heads never became durable
 		case errors.Is(err, backend.ErrRefConflict) && retries < s.maxRetries():
 			retries++
 			s.stats.BackendRetries.Add(1)
-			if locker, ok := s.be.(backend.RefLocker); ok && s.shared {
+			if s.locker != nil {
 				// Wait for our turn on the ref's row, behind the other
 				// replicas' batches, and rebase on the head it holds:
 				// nobody can move it before this round is written.
 				q.contendedUntil = time.Now().Add(contendedFor)
-				before := s.refs.get(name)
-				if held, err = s.lockRef(locker, name); err != nil {
+				if held, err = s.lockRef(s.locker, name, q); err != nil {
 					return s.failRound(name, q, p, err)
 				}
-				followed = q.chain.follow(name, before, s.refs.get(name), held.RecentLog())
 				break
 			}
 			// Another process is committing to this ref right now; reloading
@@ -679,11 +667,9 @@ func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 			if err := s.reloadRef(name); err != nil {
 				return s.failRound(name, q, p, err)
 			}
+			q.chain.reset(s.refs.get(name))
 		default:
 			return s.failRound(name, q, p, err)
-		}
-		if !followed {
-			q.chain.reset(s.refs.get(name))
 		}
 		redo := s.prepareRound(name, q, s.refs.get(name), nil)
 		redo.add(round)
@@ -761,15 +747,25 @@ func (s *Store) reloadRef(name string) error {
 	return nil
 }
 
-// lockRef holds the reference in a shared backend and sets the mirror to
-// the value it holds.
-func (s *Store) lockRef(locker backend.RefLocker, name string) (backend.LockedRef, error) {
+// lockRef holds the reference in a shared backend, sets the mirror to the
+// value it holds, and carries q's chain to it through the log records the
+// lock read (or resets it). A head another replica wrote since this one
+// last did keeps the ref contended.
+func (s *Store) lockRef(locker backend.RefLocker, name string, q *refQueue) (backend.LockedRef, error) {
+	before := s.refs.get(name) // the last durable head this replica knows
 	held, err := locker.LockRef(context.Background(), name)
 	if err != nil {
 		return nil, fmt.Errorf("lock reference %q: %w", name, err)
 	}
 	if err := s.adoptLocked(name, held); err != nil {
 		return nil, err
+	}
+	head := s.refs.get(name)
+	if !q.chain.follow(name, before, head, held.RecentLog()) {
+		q.chain.reset(head)
+	}
+	if !sameRef(before, head) {
+		q.contendedUntil = time.Now().Add(contendedFor)
 	}
 	return held, nil
 }

@@ -1,11 +1,6 @@
 package versionstore
 
-import (
-	"encoding/binary"
-	"time"
-
-	"github.com/floe-catalog/floe/versionstore/backend"
-)
+import "encoding/binary"
 
 // Ref hints.
 //
@@ -104,11 +99,4 @@ func (s *Store) adoptHint(hint []byte) {
 		}
 		s.cache.add(h, v, footprint(v, len(data)))
 	}
-}
-
-// hinting reports whether rounds of the ref leave hints: on a shared
-// backend that locks refs, while other replicas contend for it.
-func (s *Store) hinting(q *refQueue) bool {
-	_, ok := s.be.(backend.RefLocker)
-	return ok && s.shared && time.Now().Before(q.contendedUntil)
 }

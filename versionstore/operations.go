@@ -64,7 +64,11 @@ func (s *Store) Commit(ctx context.Context, req CommitRequest) (*CommitResult, e
 		return nil, err
 	}
 	puts := preparePuts(req.Operations)
-	res, err := s.writeKeys(ctx, req.Branch, readKeys(req.Operations), func(ctx context.Context, t *refTxn) (any, error) {
+	var keys [][]byte
+	if s.multi != nil { // only a shared backend's rounds prefetch
+		keys = readKeys(req.Operations)
+	}
+	res, err := s.writeKeys(ctx, req.Branch, keys, func(ctx context.Context, t *refTxn) (any, error) {
 		return t.commit(ctx, req, puts, rec)
 	})
 	if err != nil {

@@ -50,9 +50,11 @@ type Store struct {
 	// (backend.Shared): refs is then only the committers' working copy,
 	// and every read of a reference goes to the backend; see sharedRefs.
 	shared bool
-	// multi reads many objects in one round trip; set on a shared backend
-	// that can (see prefetch.go).
-	multi backend.ObjectsGetter
+	// multi reads many objects in one round trip, and locker holds a ref
+	// against other replicas; each set on a shared backend that can (see
+	// prefetch.go, and lockedRound in committer.go).
+	multi  backend.ObjectsGetter
+	locker backend.RefLocker
 
 	queuesMu sync.Mutex
 	queues   map[string]*refQueue
@@ -102,6 +104,7 @@ func Open(ctx context.Context, be backend.Backend, opts Options) (*Store, error)
 	if sh, ok := be.(backend.Shared); ok && sh.Shared() {
 		s.shared = true
 		s.multi, _ = be.(backend.ObjectsGetter)
+		s.locker, _ = be.(backend.RefLocker)
 	}
 	refs, err := s.loadRefs(ctx)
 	if err != nil {
