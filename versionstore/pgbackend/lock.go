@@ -51,7 +51,10 @@ func (b *Backend) LockRef(ctx context.Context, name string) (backend.LockedRef, 
 	}
 	var recent []backend.LogRecord
 	if err == nil {
-		recent, err = scanLog(br)
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			recent, err = logRecords(rows)
+		}
 	}
 	err = errors.Join(err, br.Close())
 	if err != nil {
@@ -66,27 +69,6 @@ func (b *Backend) LockRef(ctx context.Context, name string) (backend.LockedRef, 
 // a few rounds of every replica's commits, so a committer that lost its
 // place to them can follow the ref's moves through them.
 const recentLogRecords = 256
-
-func scanLog(br pgx.BatchResults) ([]backend.LogRecord, error) {
-	rows, err := br.Query()
-	if err != nil {
-		return nil, err
-	}
-	var out []backend.LogRecord
-	for rows.Next() {
-		var (
-			seq   int64
-			value []byte
-		)
-		if err := rows.Scan(&seq, &value); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		out = append(out, backend.LogRecord{Seq: uint64(seq), Value: value})
-	}
-	rows.Close()
-	return out, rows.Err()
-}
 
 // lockedRef is a connection in a transaction holding one ref's row. It
 // keeps the backend entered (Close waits for it) until Apply or Release.

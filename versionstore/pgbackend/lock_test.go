@@ -62,8 +62,8 @@ func TestLockRefReturnsHintAndRecentLog(t *testing.T) {
 	}
 }
 
-// TestGetObjects reads objects in one call, in the order asked, with nil
-// for those that do not exist.
+// TestGetObjects reads objects in one call, in the order asked (an id
+// asked twice answered twice), with nil for those that do not exist.
 func TestGetObjects(t *testing.T) {
 	b := openSchema(t, t.TempDir())
 	t.Cleanup(func() { b.Close() })
@@ -76,12 +76,12 @@ func TestGetObjects(t *testing.T) {
 	if err := b.Apply(ctx, backend.Batch{Objects: objs}); err != nil {
 		t.Fatal(err)
 	}
-	ids := []backend.ObjectID{objs[3].ID, {0xee}, objs[0].ID, objs[4].ID}
+	ids := []backend.ObjectID{objs[3].ID, {0xee}, objs[0].ID, objs[4].ID, objs[3].ID}
 	got, err := b.GetObjects(ctx, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := [][]byte{objs[3].Data, nil, objs[0].Data, objs[4].Data}
+	want := [][]byte{objs[3].Data, nil, objs[0].Data, objs[4].Data, objs[3].Data}
 	if len(got) != len(want) {
 		t.Fatalf("%d results for %d ids", len(got), len(ids))
 	}

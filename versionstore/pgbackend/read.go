@@ -40,36 +40,33 @@ func (b *Backend) GetObjects(ctx context.Context, ids []backend.ObjectID) ([][]b
 	}
 	defer b.leave()
 	keys := make([][]byte, len(ids))
-	at := make(map[backend.ObjectID]int, len(ids))
 	for i := range ids {
 		keys[i] = ids[i][:]
-		at[ids[i]] = i
 	}
-	out, err := withRetry(ctx, func(ctx context.Context) ([][]byte, error) {
-		out := make([][]byte, len(ids))
+	found, err := withRetry(ctx, func(ctx context.Context) (map[backend.ObjectID][]byte, error) {
 		rows, err := b.pool.Query(ctx, `SELECT id, data FROM floe_objects WHERE id = ANY($1)`, keys)
 		if err != nil {
 			return nil, err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id, data []byte
-			if err := rows.Scan(&id, &data); err != nil {
-				return nil, err
-			}
+		found := make(map[backend.ObjectID][]byte, len(ids))
+		var id, data []byte
+		_, err = pgx.ForEachRow(rows, []any{&id, &data}, func() error {
 			var oid backend.ObjectID
 			if len(id) != len(oid) {
-				return nil, fmt.Errorf("object id of %d bytes", len(id))
+				return fmt.Errorf("object id of %d bytes", len(id))
 			}
 			copy(oid[:], id)
-			if i, ok := at[oid]; ok {
-				out[i] = nonNil(data)
-			}
-		}
-		return out, rows.Err()
+			found[oid] = append([]byte{}, data...)
+			return nil
+		})
+		return found, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgbackend: get %d objects: %w", len(ids), err)
+	}
+	out := make([][]byte, len(ids))
+	for i, id := range ids {
+		out[i] = found[id] // nil if missing; an id asked twice is answered twice
 	}
 	return out, nil
 }
@@ -208,19 +205,24 @@ func (b *Backend) ReadLog(ctx context.Context, before uint64, limit int) ([]back
 		if err != nil {
 			return nil, err
 		}
-		var recs []backend.LogRecord
-		var seq int64
-		var value []byte
-		_, err = pgx.ForEachRow(rows, []any{&seq, &value}, func() error {
-			recs = append(recs, backend.LogRecord{Seq: uint64(seq), Value: append([]byte{}, value...)})
-			return nil
-		})
-		return recs, err
+		return logRecords(rows)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgbackend: read log before %d: %w", before, err)
 	}
 	return recs, nil
+}
+
+// logRecords reads (seq, value) rows into log records and closes rows.
+func logRecords(rows pgx.Rows) ([]backend.LogRecord, error) {
+	var recs []backend.LogRecord
+	var seq int64
+	var value []byte
+	_, err := pgx.ForEachRow(rows, []any{&seq, &value}, func() error {
+		recs = append(recs, backend.LogRecord{Seq: uint64(seq), Value: append([]byte{}, value...)})
+		return nil
+	})
+	return recs, err
 }
 
 // GetRecord returns a record's value.
