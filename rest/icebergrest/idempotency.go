@@ -158,7 +158,7 @@ func keyedRequestOf(r *http.Request) *keyedRequest {
 // record is the store record of a reply to kr, or nil when the reply is
 // too large to keep.
 func (kr *keyedRequest) record(rp *reply, expires time.Time) *versionstore.Record {
-	if len(rp.body) > maxRecordedBody {
+	if rp.bodyLen() > maxRecordedBody {
 		return nil
 	}
 	return &versionstore.Record{Key: kr.recordKey, Value: encodeOutcome(kr.fingerprint, rp), Expires: expires}
@@ -177,10 +177,10 @@ func encodeOutcome(fingerprint string, rp *reply) []byte {
 	head, _ := json.Marshal(outcomeHead{Version: outcomeVersion, Fingerprint: fingerprint, Status: rp.status, Header: rp.header})
 	// json.Marshal escapes newlines inside strings, so the first newline
 	// ends the head.
-	out := make([]byte, 0, len(head)+1+len(rp.body))
+	out := make([]byte, 0, len(head)+1+rp.bodyLen())
 	out = append(out, head...)
 	out = append(out, '\n')
-	return append(out, rp.body...)
+	return rp.appendBody(out)
 }
 
 func decodeOutcome(b []byte) (fingerprint string, rp *reply, err error) {
@@ -195,7 +195,7 @@ func decodeOutcome(b []byte) (fingerprint string, rp *reply, err error) {
 	if head.Version != outcomeVersion || head.Status < 100 || head.Status > 599 {
 		return "", nil, fmt.Errorf("unsupported outcome version %d or status %d", head.Version, head.Status)
 	}
-	return head.Fingerprint, &reply{status: head.Status, header: head.Header, body: body}, nil
+	return head.Fingerprint, &reply{status: head.Status, header: head.Header, body: [][]byte{body}}, nil
 }
 
 // finalStatus reports whether an answer with this status is the request's
@@ -396,7 +396,7 @@ func (c *capture) Write(b []byte) (int, error) {
 
 // reply is the captured response as a record keeps it.
 func (c *capture) reply() *reply {
-	rp := &reply{status: c.status, body: c.body.Bytes()}
+	rp := &reply{status: c.status, body: [][]byte{c.body.Bytes()}}
 	if rp.status == 0 {
 		rp.status = http.StatusOK
 	}

@@ -36,13 +36,13 @@ func TestOutcomeRoundTrip(t *testing.T) {
 	for _, rp := range []*reply{
 		jsonReply(200, map[string]string{"a": "line\nbreak"}).withETag(`"abc"`),
 		noContent(),
-		{status: 409, body: []byte("\n\nbody with\nnewlines\n")},
+		{status: 409, body: [][]byte{[]byte("\n\nbody with\n"), []byte("newlines\n")}},
 	} {
 		fp, got, err := decodeOutcome(encodeOutcome("f1", rp))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fp != "f1" || got.status != rp.status || !bytes.Equal(got.body, rp.body) || len(got.header) != len(rp.header) {
+		if fp != "f1" || got.status != rp.status || !bytes.Equal(got.bodyBytes(), rp.bodyBytes()) || len(got.header) != len(rp.header) {
 			t.Fatalf("round trip of %+v gave %q %+v", rp, fp, got)
 		}
 		for k, v := range rp.header {

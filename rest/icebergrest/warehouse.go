@@ -1,7 +1,6 @@
 package icebergrest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -182,16 +181,17 @@ func (w *warehouse) tableReply(location string, metadata []byte) *reply {
 	if len(w.clientConfig) == 0 {
 		return rp
 	}
-	// metadataReply ends the body with an empty config; only that is
-	// replaced, so the metadata bytes stay as they are.
-	const empty = `{}}` + "\n"
+	// metadataReply ends the body with an empty config; only that piece
+	// is replaced, so the metadata bytes stay as they are.
+	const empty = `,"config":{}}` + "\n"
 	cfg, err := json.Marshal(w.clientConfig)
-	if err != nil || !bytes.HasSuffix(rp.body, []byte(empty)) {
+	last := len(rp.body) - 1
+	if err != nil || last < 0 || string(rp.body[last]) != empty {
 		return rp
 	}
-	body := make([]byte, 0, len(rp.body)+len(cfg))
-	body = append(body, rp.body[:len(rp.body)-len(empty)]...)
-	body = append(body, cfg...)
-	rp.body = append(body, "}\n"...)
+	tail := make([]byte, 0, len(empty)+len(cfg))
+	tail = append(tail, `,"config":`...)
+	tail = append(tail, cfg...)
+	rp.body[last] = append(tail, "}\n"...)
 	return rp
 }

@@ -19,11 +19,11 @@ func TestTableReplyCarriesClientConfig(t *testing.T) {
 			Metadata json.RawMessage   `json:"metadata"`
 			Config   map[string]string `json:"config"`
 		}
-		if err := json.Unmarshal(rp.body, &got); err != nil {
-			t.Fatalf("reply %s: %v", rp.body, err)
+		if err := json.Unmarshal(rp.bodyBytes(), &got); err != nil {
+			t.Fatalf("reply %s: %v", rp.bodyBytes(), err)
 		}
 		if string(got.Metadata) != string(meta) || got.Location == "" {
-			t.Errorf("reply %s lost the metadata", rp.body)
+			t.Errorf("reply %s lost the metadata", rp.bodyBytes())
 		}
 		if got.Config == nil || !maps.Equal(got.Config, cfg) && len(cfg) > 0 || len(got.Config) != len(cfg) {
 			t.Errorf("config %v, want %v", got.Config, cfg)
