@@ -35,6 +35,10 @@ type Warehouse struct {
 	allowed []*url.URL
 	// tracer traces metadata file reads and writes (tracing.go).
 	tracer trace.Tracer
+	// dirs says where a new local file's directory needs its own fsync.
+	dirs *dirSync
+	// encodeBuffers are scratch space for encoding metadata files.
+	encodeBuffers encodeBuffers
 }
 
 // DefaultMaxMetadataFileBytes bounds one metadata file read when the
@@ -100,7 +104,7 @@ func OpenWarehouse(cfg Config) (*Warehouse, error) {
 		maxRead = DefaultMaxMetadataFileBytes
 	}
 	w := &Warehouse{name: cfg.Name, root: u, ioProps: cfg.IOProperties, cache: cfg.Cache, maxRead: maxRead, recheck: cfg.ObjectStoreRecheck,
-		tracer: tracerOf(cfg.TracerProvider)}
+		tracer: tracerOf(cfg.TracerProvider), dirs: newDirSync()}
 	if w.recheck == 0 {
 		w.recheck = DefaultObjectStoreRecheck
 	}
