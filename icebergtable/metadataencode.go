@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -219,7 +220,7 @@ func knownSnapshotFields() bool {
 // encodeTableMetadata returns json.Marshal(meta), copying the encodings
 // of list items prev holds unchanged, and where the items of its lists lie
 // in the result (nil when json.Marshal encoded it).
-func encodeTableMetadata(meta table.Metadata, prev *encodedFile) ([]byte, *encodedFile, error) {
+func encodeTableMetadata(meta table.Metadata, prev *encodedFile, scratch *encodeBuffers) ([]byte, *encodedFile, error) {
 	if meta == nil {
 		b, err := json.Marshal(meta)
 		return b, nil, err
@@ -240,7 +241,8 @@ func encodeTableMetadata(meta table.Metadata, prev *encodedFile) ([]byte, *encod
 		prev = &encodedFile{}
 	}
 	out := &encodedFile{}
-	buf := bytes.NewBuffer(make([]byte, 0, len(prev.raw)+len(prev.raw)/8+4096))
+	buf := scratch.get(len(prev.raw) + len(prev.raw)/8 + 4096)
+	defer scratch.put(buf)
 	// An Encoder writes into buf directly; its output is json.Marshal's
 	// (HTML escaped) and a newline, which is cut.
 	enc := json.NewEncoder(buf)
@@ -293,9 +295,42 @@ func encodeTableMetadata(meta table.Metadata, prev *encodedFile) ([]byte, *encod
 		}
 	}
 	buf.WriteByte('}')
-	out.raw = buf.Bytes()
+	// The file is kept (cached, answered, compared with the next one):
+	// it gets a slice of its own size, the buffer goes back to the pool.
+	out.raw = bytes.Clone(buf.Bytes())
 	return out.raw, out, nil
 }
+
+// encodeBuffers are the scratch buffers metadata files are encoded in.
+// A buffer sized to the file, with room for growth, was a quarter more
+// than the file itself for every commit to keep the garbage collector
+// busy with (issue 14). A nil *encodeBuffers makes a buffer each time.
+type encodeBuffers struct{ pool sync.Pool }
+
+// get returns an empty buffer with room for n bytes.
+func (e *encodeBuffers) get(n int) *bytes.Buffer {
+	var buf *bytes.Buffer
+	if e != nil {
+		buf, _ = e.pool.Get().(*bytes.Buffer)
+	}
+	if buf == nil {
+		buf = new(bytes.Buffer)
+	}
+	buf.Reset()
+	buf.Grow(n)
+	return buf
+}
+
+// put gives buf back once nothing refers to its bytes.
+func (e *encodeBuffers) put(buf *bytes.Buffer) {
+	if e != nil && buf.Cap() <= maxPooledEncodeBuffer {
+		e.pool.Put(buf)
+	}
+}
+
+// maxPooledEncodeBuffer bounds what a pooled buffer may keep: a rare
+// huge file's buffer is left to the collector.
+const maxPooledEncodeBuffer = 4 << 20
 
 // encodeList writes items as a JSON array, as encoding/json writes a
 // slice field (a nil slice is null), copying the encoding of each item

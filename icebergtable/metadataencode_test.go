@@ -136,14 +136,17 @@ func check(t *testing.T, step string, meta table.Metadata, prev *encodedFile) *e
 	if err != nil {
 		t.Fatalf("%s: %v", step, err)
 	}
-	got, enc, err := encodeTableMetadata(meta, prev)
+	// One scratch pool for all: a pooled buffer's reuse must not touch a
+	// file encoded before.
+	var scratch encodeBuffers
+	got, enc, err := encodeTableMetadata(meta, prev, &scratch)
 	if err != nil {
 		t.Fatalf("%s: %v", step, err)
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("%s: encoded\n%s\nwant\n%s", step, got, want)
 	}
-	if fresh, _, err := encodeTableMetadata(meta, nil); err != nil || !bytes.Equal(fresh, want) {
+	if fresh, _, err := encodeTableMetadata(meta, nil, &scratch); err != nil || !bytes.Equal(fresh, want) {
 		t.Fatalf("%s: encoded without the previous file: %v\n%s\nwant\n%s", step, err, fresh, want)
 	}
 	if meta.Version() > 1 && enc == nil {
@@ -162,8 +165,11 @@ func check(t *testing.T, step string, meta table.Metadata, prev *encodedFile) *e
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gotParsed, _, err := encodeTableMetadata(parsed, enc); err != nil || !bytes.Equal(gotParsed, wantParsed) {
+	if gotParsed, _, err := encodeTableMetadata(parsed, enc, &scratch); err != nil || !bytes.Equal(gotParsed, wantParsed) {
 		t.Fatalf("%s: parsed metadata encoded as\n%s\nwant\n%s", step, gotParsed, wantParsed)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s: the first encoding changed when its buffer was used again:\n%s", step, got)
 	}
 	return enc
 }
@@ -288,7 +294,7 @@ func BenchmarkEncodeTableMetadata(b *testing.B) {
 				return bl.SetProperties(iceberg.Properties{"bench.seq": fmt.Sprint(i)})
 			})
 		}
-		_, prev, err := encodeTableMetadata(meta, nil)
+		_, prev, err := encodeTableMetadata(meta, nil, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -303,8 +309,9 @@ func BenchmarkEncodeTableMetadata(b *testing.B) {
 			}
 		})
 		b.Run(name+"/encode", func(b *testing.B) {
+			var scratch encodeBuffers
 			for b.Loop() {
-				if _, _, err := encodeTableMetadata(meta, prev); err != nil {
+				if _, _, err := encodeTableMetadata(meta, prev, &scratch); err != nil {
 					b.Fatal(err)
 				}
 			}

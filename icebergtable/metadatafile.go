@@ -197,7 +197,7 @@ func (w *Warehouse) WriteTableMetadataFrom(ctx context.Context, loc string, meta
 	if base != nil {
 		prev = base.encoded
 	}
-	raw, encoded, err := encodeTableMetadata(meta, prev)
+	raw, encoded, err := encodeTableMetadata(meta, prev, &w.encodeBuffers)
 	if err != nil {
 		return nil, fmt.Errorf("encode metadata for %s: %w", loc, err)
 	}
