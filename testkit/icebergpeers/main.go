@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +77,7 @@ type config struct {
 	warmup    int
 	snapshots int
 	s3        string
+	kinds     string
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -87,11 +89,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&cfg.warmup, "warmup", 200, "untimed ops per workload before the first run, so JVMs have compiled their hot paths")
 	fs.IntVar(&cfg.snapshots, "snapshots", 1000, "snapshots of the large table")
 	fs.StringVar(&cfg.s3, "s3", "", "S3-compatible endpoint (moto) for s3:// table locations")
+	fs.StringVar(&cfg.kinds, "workloads", "", "comma-separated workloads to time, of "+strings.Join(workloadKinds(), ", ")+"; empty: all")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if len(cfg.peers) == 0 {
 		return errors.New("no -peer given")
+	}
+	timed, err := selectSteps(cfg.kinds)
+	if err != nil {
+		return err
 	}
 
 	var systems []*system
@@ -118,7 +125,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			names[i] = s.peer.Name
 		}
 		fmt.Fprintf(out, "icebergpeers: run %d of %d, order %s\n", r+1, cfg.runs, strings.Join(names, ", "))
-		for _, st := range steps() {
+		for _, st := range timed {
 			for _, s := range order {
 				sample, err := s.measure(ctx, st, r, cfg.step)
 				if err != nil {
@@ -164,6 +171,37 @@ func steps() []step {
 		{"loadTable, 1,000 snapshots", 1, "load-big"},
 		{"property commits, 1,000 snapshots", 1, "props-big"},
 	}
+}
+
+// workloadKinds are the kinds of steps, in their order.
+func workloadKinds() []string {
+	var kinds []string
+	for _, st := range steps() {
+		if !slices.Contains(kinds, st.kind) {
+			kinds = append(kinds, st.kind)
+		}
+	}
+	return kinds
+}
+
+// selectSteps is the steps of the comma-separated kinds (all for "").
+func selectSteps(kinds string) ([]step, error) {
+	if kinds == "" {
+		return steps(), nil
+	}
+	want := strings.Split(kinds, ",")
+	for _, k := range want {
+		if !slices.Contains(workloadKinds(), k) {
+			return nil, fmt.Errorf("-workloads: no workload %q (there are %s)", k, strings.Join(workloadKinds(), ", "))
+		}
+	}
+	var out []step
+	for _, st := range steps() {
+		if slices.Contains(want, st.kind) {
+			out = append(out, st)
+		}
+	}
+	return out, nil
 }
 
 // system is a peer with its client and the tables set up on it.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +84,28 @@ func TestPeerFlag(t *testing.T) {
 		if err := p.Set(bad); err == nil {
 			t.Errorf("Set(%q): want an error", bad)
 		}
+	}
+}
+
+// TestSelectSteps: -workloads keeps the chosen kinds in their order and
+// refuses a kind that does not exist.
+func TestSelectSteps(t *testing.T) {
+	all, err := selectSteps("")
+	if err != nil || len(all) != len(steps()) {
+		t.Fatalf("all: %d steps, %v", len(all), err)
+	}
+	got, err := selectSteps("load,props")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, st := range got {
+		kinds = append(kinds, fmt.Sprintf("%s/%d", st.kind, st.clients))
+	}
+	if want := "props/1 props/8 props/32 load/1 load/8"; strings.Join(kinds, " ") != want {
+		t.Errorf("selected %v, want %s", kinds, want)
+	}
+	if _, err := selectSteps("props,nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("an unknown workload: %v", err)
 	}
 }
