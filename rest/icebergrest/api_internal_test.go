@@ -56,19 +56,19 @@ func TestMetadataReplyMatchesJSONReply(t *testing.T) {
 			Metadata         json.RawMessage   `json:"metadata"`
 			Config           map[string]string `json:"config"`
 		}{&loc, file.Raw, map[string]string{}})
-		if got := metadataReply(loc, file.JSON, true); !bytes.Equal(got.bodyBytes(), want.bodyBytes()) {
+		if got := metadataReply(loc, file.JSON, []byte("{}")); !bytes.Equal(got.bodyBytes(), want.bodyBytes()) {
 			t.Errorf("load reply:\n got %s\nwant %s", got.bodyBytes(), want.bodyBytes())
 		}
 		want = jsonReply(http.StatusOK, struct {
 			MetadataLocation string          `json:"metadata-location"`
 			Metadata         json.RawMessage `json:"metadata"`
 		}{loc, file.Raw})
-		if got := metadataReply(loc, file.JSON, false); !bytes.Equal(got.bodyBytes(), want.bodyBytes()) {
+		if got := metadataReply(loc, file.JSON, nil); !bytes.Equal(got.bodyBytes(), want.bodyBytes()) {
 			t.Errorf("commit reply:\n got %s\nwant %s", got.bodyBytes(), want.bodyBytes())
 		}
 		// Sent in pieces, it arrives whole, with its length announced.
 		rec := httptest.NewRecorder()
-		metadataReply(loc, file.JSON, false).write(rec)
+		metadataReply(loc, file.JSON, nil).write(rec)
 		if !bytes.Equal(rec.Body.Bytes(), want.bodyBytes()) || rec.Header().Get("Content-Length") != fmt.Sprint(len(want.bodyBytes())) {
 			t.Errorf("written reply: Content-Length %q, body\n%s\nwant %d bytes\n%s",
 				rec.Header().Get("Content-Length"), rec.Body.Bytes(), len(want.bodyBytes()), want.bodyBytes())

@@ -65,7 +65,7 @@ func (a *api) updateTable(w http.ResponseWriter, r *http.Request) error {
 	}
 	rp, err := a.commitTables(w, r, wr, []tableChange{{id: id, req: req}}, func(results []*staged) *reply {
 		s := results[0]
-		return metadataReply(s.file.Location, s.body, false).withETag(etag(s.file.Location, "all"))
+		return metadataReply(s.file.Location, s.body, nil).withETag(etag(s.file.Location, "all"))
 	})
 	if err != nil {
 		return err

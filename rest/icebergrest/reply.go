@@ -69,27 +69,32 @@ func rawJSONReply(status int, body []byte) *reply {
 }
 
 // metadataReply is the 200 answering a table's metadata: the spec's
-// LoadTableResult (withConfig) or CommitTableResponse. It holds the same
-// bytes jsonReply would encode for the struct
-// {metadata-location, metadata[, config: {}]}, but is concatenated from
-// parts known to be valid JSON, so a metadata file of half a megabyte is
-// not re-compacted for every answer. metadata must be compact and
-// HTML-escaped, as icebergtable.MetadataFile.JSON is.
-func metadataReply(location string, metadata []byte, withConfig bool) *reply {
+// LoadTableResult (with config, an encoded JSON object) or
+// CommitTableResponse (config nil). It holds the same bytes jsonReply
+// would encode for the struct {metadata-location, metadata[, config]},
+// but is concatenated from parts known to be valid JSON, so a metadata
+// file of half a megabyte is not re-compacted for every answer, nor
+// copied: its bytes are a piece of the body as they are. metadata must be
+// compact and HTML-escaped, as icebergtable.MetadataFile.JSON is, and
+// config as json.Marshal writes it.
+func metadataReply(location string, metadata, config []byte) *reply {
 	loc, _ := json.Marshal(location) // a string always encodes
 	const (
-		open   = `{"metadata-location":`
-		meta   = `,"metadata":`
-		config = `,"config":{}`
+		open     = `{"metadata-location":`
+		meta     = `,"metadata":`
+		withConf = `,"config":`
+		end      = "}\n"
 	)
 	head := make([]byte, 0, len(open)+len(loc)+len(meta))
 	head = append(append(append(head, open...), loc...), meta...)
-	tail := "}\n"
-	if withConfig {
-		tail = config + tail
+	var tail []byte
+	if config != nil {
+		tail = make([]byte, 0, len(withConf)+len(config)+len(end))
+		tail = append(append(tail, withConf...), config...)
 	}
+	tail = append(tail, end...)
 	rp := rawJSONReply(http.StatusOK, head)
-	rp.body = append(rp.body, metadata, []byte(tail))
+	rp.body = append(rp.body, metadata, tail)
 	return rp
 }
 

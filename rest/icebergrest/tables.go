@@ -249,7 +249,7 @@ func (a *api) unregisterTable(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, internalError(err)
 		}
-		return metadataReply(file.Location, body, false), nil
+		return metadataReply(file.Location, body, nil), nil
 	})
 	return err
 }

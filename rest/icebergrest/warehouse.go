@@ -22,8 +22,10 @@ type warehouse struct {
 	name string
 	// files reads and writes the metadata files below the warehouse root.
 	files *icebergtable.Warehouse
-	// clientConfig is the config clients get with a table (never nil).
-	clientConfig map[string]string
+	// clientConfig is the config clients get with a table (never nil),
+	// and clientConfigJSON its encoding, made once for every answer.
+	clientConfig     map[string]string
+	clientConfigJSON []byte
 }
 
 func newWarehouse(w Warehouse, cache *icebergtable.MetadataCache, maxRead int64, tp trace.TracerProvider) (*warehouse, error) {
@@ -41,7 +43,11 @@ func newWarehouse(w Warehouse, cache *icebergtable.MetadataCache, maxRead int64,
 	for k, v := range w.ClientConfig {
 		cc[k] = v
 	}
-	return &warehouse{name: w.Name, files: files, clientConfig: cc}, nil
+	ccJSON, err := json.Marshal(cc)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg REST: warehouse %q: encoding its client config: %w", w.Name, err)
+	}
+	return &warehouse{name: w.Name, files: files, clientConfig: cc, clientConfigJSON: ccJSON}, nil
 }
 
 // requireInside validates a location a client supplied: it must lie
@@ -177,21 +183,5 @@ func (a *api) head(branch string) (versionstore.Hash, error) {
 // metadataReply with the warehouse's client config (FileIO properties
 // engines need to write data files, e.g. an S3 endpoint).
 func (w *warehouse) tableReply(location string, metadata []byte) *reply {
-	rp := metadataReply(location, metadata, true)
-	if len(w.clientConfig) == 0 {
-		return rp
-	}
-	// metadataReply ends the body with an empty config; only that piece
-	// is replaced, so the metadata bytes stay as they are.
-	const empty = `,"config":{}}` + "\n"
-	cfg, err := json.Marshal(w.clientConfig)
-	last := len(rp.body) - 1
-	if err != nil || last < 0 || string(rp.body[last]) != empty {
-		return rp
-	}
-	tail := make([]byte, 0, len(empty)+len(cfg))
-	tail = append(tail, `,"config":`...)
-	tail = append(tail, cfg...)
-	rp.body[last] = append(tail, "}\n"...)
-	return rp
+	return metadataReply(location, metadata, w.clientConfigJSON)
 }
