@@ -116,7 +116,9 @@ type Deps struct {
 
 // api serves the Iceberg REST routes.
 type api struct {
-	store      *versionstore.Store
+	store *versionstore.Store
+	// joins are the buffers a reply in pieces is joined in (reply.write).
+	joins      joinBuffers
 	logger     *slog.Logger
 	metrics    *metrics
 	warehouses map[string]*warehouse

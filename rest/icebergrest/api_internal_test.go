@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,10 +70,74 @@ func TestMetadataReplyMatchesJSONReply(t *testing.T) {
 		}
 		// Sent in pieces, it arrives whole, with its length announced.
 		rec := httptest.NewRecorder()
-		metadataReply(loc, file.JSON, nil).write(rec)
+		metadataReply(loc, file.JSON, nil).write(rec, &joinBuffers{})
 		if !bytes.Equal(rec.Body.Bytes(), want.bodyBytes()) || rec.Header().Get("Content-Length") != fmt.Sprint(len(want.bodyBytes())) {
 			t.Errorf("written reply: Content-Length %q, body\n%s\nwant %d bytes\n%s",
 				rec.Header().Get("Content-Length"), rec.Body.Bytes(), len(want.bodyBytes()), want.bodyBytes())
+		}
+	}
+}
+
+// countingListener counts the writes made to the connections it accepts.
+type countingListener struct {
+	net.Listener
+	writes *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{Conn: c, writes: l.writes}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// TestReplyInPiecesIsOneWrite: an answer carrying a metadata file in
+// pieces reaches the socket in two writes (net/http sends its first 4 KiB,
+// headers included, on its own), not one per piece; each write is a
+// system call and, on loopback, another wake-up of the client. A body in
+// one piece takes the same, and both arrive whole.
+func TestReplyInPiecesIsOneWrite(t *testing.T) {
+	metadata := []byte(`{"format-version":2,"properties":{"k":"` + strings.Repeat("v", 22<<10) + `"}}`)
+	joins := &joinBuffers{}
+	var writes atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/pieces" {
+			metadataReply("file:///lake/t/metadata/00001-x.metadata.json", metadata, nil).write(w, joins)
+			return
+		}
+		rawJSONReply(http.StatusOK, metadataReply("file:///lake/t/metadata/00001-x.metadata.json", metadata, nil).bodyBytes()).write(w, joins)
+	}))
+	srv.Listener = countingListener{Listener: srv.Listener, writes: &writes}
+	srv.Start()
+	defer srv.Close()
+	want := metadataReply("file:///lake/t/metadata/00001-x.metadata.json", metadata, nil).bodyBytes()
+	for _, path := range []string{"/pieces", "/whole", "/pieces"} {
+		before := writes.Load()
+		res, err := srv.Client().Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(body, want) || res.ContentLength != int64(len(want)) {
+			t.Fatalf("%s: %d bytes, Content-Length %d, want %d bytes", path, len(body), res.ContentLength, len(want))
+		}
+		if n := writes.Load() - before; n > 2 {
+			t.Errorf("%s: the answer took %d socket writes, want at most 2", path, n)
 		}
 	}
 }

@@ -70,7 +70,7 @@ func (a *api) updateTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rp.write(w)
+	rp.write(w, &a.joins)
 	return nil
 }
 
@@ -108,7 +108,7 @@ func (a *api) commitTransaction(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rp.write(w)
+	rp.write(w, &a.joins)
 	return nil
 }
 

@@ -189,7 +189,7 @@ func (a *api) commitCreate(ctx context.Context, w http.ResponseWriter, r *http.R
 	if err != nil {
 		return a.createFailed(ctx, id, k, fileLoc, err)
 	}
-	rp.write(w)
+	rp.write(w, &a.joins)
 	return nil
 }
 
@@ -315,7 +315,7 @@ func (a *api) removeEntity(w http.ResponseWriter, r *http.Request, k entityKind,
 	if err != nil {
 		return nil, "", err
 	}
-	rp.write(w)
+	rp.write(w, &a.joins)
 	return removed, branch, nil
 }
 
@@ -404,7 +404,7 @@ func (a *api) registerEntity(w http.ResponseWriter, r *http.Request, k entityKin
 	if err != nil {
 		return err
 	}
-	reg.reply.write(w)
+	reg.reply.write(w, &a.joins)
 	return nil
 }
 
@@ -476,7 +476,7 @@ func (a *api) renameEntity(w http.ResponseWriter, r *http.Request, k entityKind)
 		switch {
 		case ce == nil:
 			if err == nil {
-				noContent().write(w)
+				noContent().write(w, &a.joins)
 			}
 			return false, err
 		case findConflict(ce, versionstore.ConflictNamespaceAbsent, versionstore.ConflictNotANamespace) != nil:

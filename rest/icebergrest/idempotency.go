@@ -347,7 +347,7 @@ func (a *api) answerFromOutcome(w http.ResponseWriter, r *http.Request, kr *keye
 	a.metrics.ikReplays.Inc()
 	a.logger.DebugContext(r.Context(), "iceberg idempotent replay", "method", r.Method, "path", r.URL.EscapedPath(),
 		"status", outcome.status, "request_id", requestID(w))
-	outcome.write(w)
+	outcome.write(w, &a.joins)
 }
 
 // loadOutcome reads the recorded outcome under key, if it has not expired

@@ -161,7 +161,7 @@ func (a *api) createNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rp.write(w)
+	rp.write(w, &a.joins)
 	return nil
 }
 
@@ -248,7 +248,7 @@ func (a *api) dropNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	noContent().write(w)
+	noContent().write(w, &a.joins)
 	return nil
 }
 
@@ -331,6 +331,6 @@ func (a *api) updateNamespaceProperties(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	rp.write(w)
+	rp.write(w, &a.joins)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 )
 
 // reply is a response built in full before it is written. Handlers that
@@ -110,26 +111,64 @@ func (rp *reply) withETag(tag string) *reply {
 	return rp
 }
 
-// write sends the reply.
-func (rp *reply) write(w http.ResponseWriter) {
+// write sends the reply. A body in pieces is joined in one of joins'
+// buffers (nil: a new one) and written at once: net/http sends a Write
+// that overflows its 4 KiB buffer as a system call of its own, so the
+// pieces of a metadata answer went out as three socket writes (the last
+// one the two bytes that close it), where one joined body takes two.
+// Each socket write on loopback also wakes the client once more.
+func (rp *reply) write(w http.ResponseWriter, joins *joinBuffers) {
 	h := w.Header()
 	for k, v := range rp.header {
 		h.Set(k, v)
 	}
-	if len(rp.body) > 1 {
-		// Known, so a body in pieces is not sent chunked.
-		h.Set("Content-Length", strconv.Itoa(rp.bodyLen()))
+	if n := rp.bodyLen(); n > 0 {
+		// Known, so a body larger than net/http's buffer is not sent
+		// chunked (more bytes, and a last write of its own).
+		h.Set("Content-Length", strconv.Itoa(n))
 	}
 	w.WriteHeader(rp.status)
-	for _, p := range rp.body {
-		if len(p) > 0 {
-			if _, err := w.Write(p); err != nil {
-				return // the client is gone; the rest cannot reach it either
-			}
+	switch len(rp.body) {
+	case 0:
+		return
+	case 1:
+		if len(rp.body[0]) > 0 {
+			_, _ = w.Write(rp.body[0]) // an error: the client is gone
 		}
+		return
+	}
+	buf := joins.get(rp.bodyLen())
+	*buf = rp.appendBody((*buf)[:0])
+	_, _ = w.Write(*buf)
+	joins.put(buf) // a Writer does not retain what it was given
+}
+
+// joinBuffers are the scratch buffers reply.write joins a body in.
+type joinBuffers struct{ pool sync.Pool }
+
+// maxJoinBuffer is the largest buffer kept for reuse: big enough for the
+// answers of tables with hundreds of snapshots, small enough that the
+// pool never holds much memory.
+const maxJoinBuffer = 1 << 20
+
+func (j *joinBuffers) get(n int) *[]byte {
+	if j != nil {
+		if b, ok := j.pool.Get().(*[]byte); ok && cap(*b) >= n {
+			return b
+		} else if ok {
+			j.pool.Put(b) // too small for this body; another may fit
+		}
+	}
+	b := make([]byte, 0, n)
+	return &b
+}
+
+func (j *joinBuffers) put(b *[]byte) {
+	if j != nil && cap(*b) <= maxJoinBuffer {
+		j.pool.Put(b)
 	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	jsonReply(status, v).write(w)
+	jsonReply(status, v).write(w, nil) // one piece: nothing to join
 }

@@ -190,7 +190,7 @@ func (a *api) loadTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return internalError(err)
 	}
-	wr.wh.tableReply(file.Location, body).write(w)
+	wr.wh.tableReply(file.Location, body).write(w, &a.joins)
 	return nil
 }
 

@@ -90,7 +90,7 @@ func (a *api) loadView(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	viewReply(file).write(w)
+	viewReply(file).write(w, &a.joins)
 	return nil
 }
 
@@ -198,7 +198,7 @@ func (a *api) replaceView(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rp.write(w)
+	rp.write(w, &a.joins)
 	return nil
 }
 
