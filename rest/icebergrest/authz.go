@@ -70,7 +70,7 @@ func tableChangeContent(tc tableChange) policy.Content {
 		}
 	}
 	ic := &policy.IcebergChange{}
-	for _, u := range tc.req.Updates {
+	for i, u := range tc.req.Updates {
 		action := u.Action()
 		if !slices.Contains(ic.Updates, action) {
 			ic.Updates = append(ic.Updates, action)
@@ -78,7 +78,7 @@ func tableChangeContent(tc tableChange) policy.Content {
 		op := ""
 		switch action {
 		case table.UpdateAddSnapshot, table.UpdateSetSnapshotRef:
-			if fields, err := decodeUpdate(u); err == nil {
+			if fields, err := tc.req.fieldsOf(i); err == nil {
 				op = fields.snapshotOperation()
 				if fields.RefName != "" && !slices.Contains(ic.Branches, fields.RefName) {
 					ic.Branches = append(ic.Branches, fields.RefName)

@@ -25,6 +25,40 @@ type commitTableRequest struct {
 	Identifier   *identifier        `json:"identifier"`
 	Requirements table.Requirements `json:"requirements"`
 	Updates      table.Updates      `json:"updates"`
+
+	// fields holds each update's checked fields, decoded from the
+	// request's own JSON; nil for a request built in code (fieldsOf).
+	fields []updateFields
+}
+
+// UnmarshalJSON decodes the request as the spec's type, and each update's
+// checked fields from the same bytes: authorization, the maintenance
+// lock, shared-file and location checks all read them, and decoding them
+// once here costs less than one re-encoding of the update.
+func (c *commitTableRequest) UnmarshalJSON(data []byte) error {
+	type spec commitTableRequest // without this method: the spec's decoding
+	if err := json.Unmarshal(data, (*spec)(c)); err != nil {
+		return err
+	}
+	var raw struct {
+		Updates []updateFields `json:"updates"`
+	}
+	if json.Unmarshal(data, &raw) == nil && len(raw.Updates) == len(c.Updates) {
+		c.fields = raw.Updates
+	} else {
+		// fieldsOf decodes each update on its own, and reports the error
+		// where the check needs the field.
+		c.fields = nil
+	}
+	return nil
+}
+
+// fieldsOf returns the checked fields of the request's i-th update.
+func (c *commitTableRequest) fieldsOf(i int) (updateFields, error) {
+	if c.fields != nil {
+		return c.fields[i], nil
+	}
+	return decodeUpdate(c.Updates[i])
 }
 
 // tableChange is one table's requested change.
@@ -288,10 +322,10 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 		}
 	}
 
-	if err := validateTableUpdates(req.Updates); err != nil {
+	if err := validateTableUpdates(&req); err != nil {
 		return nil, err
 	}
-	if err := checkSharedFileUpdates(id, req.Updates); err != nil {
+	if err := checkSharedFileUpdates(id, &req); err != nil {
 		return nil, err
 	}
 	var b *table.MetadataBuilder

@@ -40,14 +40,14 @@ import (
 // applied does not stop that commit.
 
 // maintenanceKind says whether an update list is maintenance, and which.
-func maintenanceKind(updates table.Updates) string {
+func maintenanceKind(req *commitTableRequest) string {
 	kind := ""
-	for _, u := range updates {
+	for i, u := range req.Updates {
 		switch u.Action() {
 		case table.UpdateRemoveSnapshots:
 			kind = maintenance.KindExpire
 		case table.UpdateAddSnapshot:
-			if f, err := decodeUpdate(u); err == nil && f.snapshotOperation() == string(table.OpReplace) {
+			if f, err := req.fieldsOf(i); err == nil && f.snapshotOperation() == string(table.OpReplace) {
 				return maintenance.KindRewrite
 			}
 		}
@@ -63,7 +63,7 @@ func (a *api) checkMaintenanceLocks(r *http.Request, branch string, changes []ta
 	}
 	token := strings.TrimSpace(r.Header.Get(maintenance.TokenHeader))
 	for _, tc := range changes {
-		kind := maintenanceKind(tc.req.Updates)
+		kind := maintenanceKind(&tc.req)
 		if kind == "" {
 			continue
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/floe-catalog/floe/maintenance"
@@ -30,12 +29,20 @@ func TestMaintenanceKind(t *testing.T) {
 		{"properties", `[{"action":"set-properties","updates":{"a":"b"}}]`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var u table.Updates
-			if err := json.Unmarshal([]byte(tc.updates), &u); err != nil {
+			var req commitTableRequest
+			if err := json.Unmarshal([]byte(`{"requirements":[],"updates":`+tc.updates+`}`), &req); err != nil {
 				t.Fatal(err)
 			}
-			if got := maintenanceKind(u); got != tc.want {
+			if req.fields == nil {
+				t.Fatal("the updates' fields were not decoded with the request")
+			}
+			if got := maintenanceKind(&req); got != tc.want {
 				t.Fatalf("kind %q, want %q", got, tc.want)
+			}
+			// A request built in code decodes each update when asked.
+			built := commitTableRequest{Updates: req.Updates}
+			if got := maintenanceKind(&built); got != tc.want {
+				t.Fatalf("kind of the request built in code %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -56,14 +56,14 @@ func withSharedFileProperties(props map[string]string) map[string]string {
 // checkSharedFileUpdates refuses a commit that sets a shared-file property
 // to anything but false, or removes one (which would leave Iceberg's
 // default, true).
-func checkSharedFileUpdates(id identifier, updates table.Updates) error {
-	for _, u := range updates {
+func checkSharedFileUpdates(id identifier, req *commitTableRequest) error {
+	for i, u := range req.Updates {
 		switch u.Action() {
 		case table.UpdateSetProperties, table.UpdateRemoveProperties:
 		default:
 			continue
 		}
-		f, err := decodeUpdate(u)
+		f, err := req.fieldsOf(i)
 		if err != nil {
 			return err
 		}

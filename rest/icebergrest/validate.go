@@ -98,14 +98,14 @@ func decodeUpdate(u any) (updateFields, error) {
 // validateTableUpdates checks the schemas and locations of an updateTable
 // request; new specs and sort orders are checked on the result
 // (validateTableLayouts).
-func validateTableUpdates(updates table.Updates) error {
-	for _, u := range updates {
+func validateTableUpdates(req *commitTableRequest) error {
+	for i, u := range req.Updates {
 		switch u.Action() {
 		case table.UpdateAddSchema, table.UpdateSetLocation, table.UpdateSetProperties:
 		default:
 			continue
 		}
-		f, err := decodeUpdate(u)
+		f, err := req.fieldsOf(i)
 		if err != nil {
 			return err
 		}
