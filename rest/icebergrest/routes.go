@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/gorilla/mux"
@@ -71,9 +72,32 @@ func Endpoints() []string {
 	return out
 }
 
+// hotRoutes are the endpoints engines call most, registered before the
+// others: mux tries routes one after the other, each a regular-expression
+// match of the path, and a commit was the seventeenth route it tried
+// (about 2% of a commit's CPU at 32 clients). Paths of different templates
+// never both match, so the order changes nothing else.
+var hotRoutes = []string{
+	http.MethodPost + " /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+	http.MethodGet + " /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+	http.MethodPost + " /v1/{prefix}/transactions/commit",
+}
+
+// registrationOrder is routeTable with hotRoutes first.
+func registrationOrder() []route {
+	rank := func(rt route) int {
+		if i := slices.Index(hotRoutes, rt.method+" "+rt.template); i >= 0 {
+			return i
+		}
+		return len(hotRoutes)
+	}
+	out := slices.Clone(routeTable)
+	slices.SortStableFunc(out, func(x, y route) int { return rank(x) - rank(y) })
+	return out
+}
+
 func (a *api) routes(r *mux.Router) {
-	r.Handle("/v1/config", a.authenticate(a.handle(a.getConfig))).Methods(http.MethodGet)
-	for _, rt := range routeTable {
+	for _, rt := range registrationOrder() {
 		h := a.handle(func(w http.ResponseWriter, r *http.Request) error {
 			return rt.handler(a, w, r)
 		})
@@ -84,6 +108,7 @@ func (a *api) routes(r *mux.Router) {
 		}
 		r.Handle(rt.template, a.authenticate(h)).Methods(rt.method)
 	}
+	r.Handle("/v1/config", a.authenticate(a.handle(a.getConfig))).Methods(http.MethodGet)
 }
 
 // configResponse is the spec's CatalogConfig.
