@@ -285,13 +285,13 @@ func normalizeLocation(loc string) (*url.URL, error) {
 		return nil, fmt.Errorf("location %q names no bucket", loc)
 	}
 	p := strings.TrimRight(u.Path, "/")
-	for _, seg := range strings.Split(p, "/") {
+	for seg := range strings.SplitSeq(p, "/") {
 		if seg == "." || seg == ".." {
 			return nil, fmt.Errorf("location %q contains a %q segment", loc, seg)
 		}
 	}
 	// The raw form too: "%2e%2e" decodes to ".." only later in some readers.
-	for _, seg := range strings.Split(u.EscapedPath(), "/") {
+	for seg := range strings.SplitSeq(u.EscapedPath(), "/") {
 		if d, err := url.PathUnescape(seg); err == nil && (d == "." || d == "..") {
 			return nil, fmt.Errorf("location %q contains a %q segment", loc, d)
 		}
