@@ -33,8 +33,9 @@ import (
 //     MarshalJSON result that is itself json.Marshal output changes
 //     nothing, so the concatenation is byte for byte json.Marshal(meta).
 //   - An item of the long lists (snapshots, metadata-log, snapshot-log)
-//     equal, field by field (sameSnapshot, sameLogEntry), to one of the
-//     file the metadata was built from is copied from that file's bytes:
+//     and of the schemas equal, field by field (sameSnapshot,
+//     sameLogEntry, sameSchema), to one of the file the metadata was
+//     built from is copied from that file's bytes:
 //     encoding is a function of the value alone, so equal values encode
 //     to equal bytes. Metadata values are immutable (the builder clones
 //     the snapshots it carries over), so the earlier file's values still
@@ -63,6 +64,7 @@ type encodedFile struct {
 	snapshots   encodedList[table.Snapshot]
 	metadataLog encodedList[table.MetadataLogEntry]
 	snapshotLog encodedList[table.SnapshotLogEntry]
+	schemas     encodedList[*iceberg.Schema]
 }
 
 // metadataField is one top-level field of the encoded object.
@@ -85,6 +87,8 @@ type metadataLayout struct {
 	// requireLastPartitionID: MarshalJSON refuses metadata without one
 	// (format version 3).
 	requireLastPartitionID bool
+	// reuseSchemas: Schema encodes only the fields sameSchema compares.
+	reuseSchemas bool
 }
 
 // metadataLayouts maps the concrete metadata types iceberg-go 0.7 encodes
@@ -185,6 +189,7 @@ func layoutOf(t reflect.Type, version int) *metadataLayout {
 	if !knownSnapshotFields() {
 		return nil
 	}
+	l.reuseSchemas = knownSchemaFields()
 	return l
 }
 
@@ -215,6 +220,35 @@ func knownSnapshotFields() bool {
 	return slices.Equal(names(reflect.TypeFor[table.Snapshot]()), []string{"SnapshotID", "ParentSnapshotID", "SequenceNumber",
 		"TimestampMs", "ManifestList", "ManifestLocations", "Summary", "SchemaID", "FirstRowID", "AddedRows"}) &&
 		slices.Equal(names(reflect.TypeFor[table.Summary]()), []string{"Operation", "Properties"})
+}
+
+// knownSchemaFields says Schema's exported fields are the ones its
+// MarshalJSON writes besides the field list: its id and identifier ids.
+func knownSchemaFields() bool {
+	t := reflect.TypeFor[iceberg.Schema]()
+	var exported []string
+	for i := range t.NumField() {
+		if t.Field(i).IsExported() {
+			exported = append(exported, t.Field(i).Name)
+		}
+	}
+	return slices.Equal(exported, []string{"ID", "IdentifierFieldIDs"})
+}
+
+// sameSchema says two schemas encode alike: iceberg-go's MarshalJSON
+// writes a schema's id, identifier field ids (nil as []) and fields, and
+// the fields are compared deeply (type, name, doc and defaults are plain
+// values; a NaN default never equals itself, so such a schema is simply
+// encoded again). The builder clones the schemas it carries over, so
+// pointers alone would never match; a wide table's schema was re-encoded
+// by every commit.
+func sameSchema(a, b **iceberg.Schema) bool {
+	x, y := *a, *b
+	if x == nil || y == nil {
+		return x == y
+	}
+	return x == y || (x.ID == y.ID && slices.Equal(x.IdentifierFieldIDs, y.IdentifierFieldIDs) &&
+		x.NumFields() == y.NumFields() && reflect.DeepEqual(x.Fields(), y.Fields()))
 }
 
 // encodeTableMetadata returns json.Marshal(meta), copying the encodings
@@ -287,6 +321,12 @@ func encodeTableMetadata(meta table.Metadata, prev *encodedFile, scratch *encode
 			err = encodeList(buf, encode, list, &prev.metadataLog, prev.raw, &out.metadataLog, sameLogEntry)
 		case []table.SnapshotLogEntry:
 			err = encodeList(buf, encode, list, &prev.snapshotLog, prev.raw, &out.snapshotLog, sameLogEntry)
+		case []*iceberg.Schema:
+			if l.reuseSchemas {
+				err = encodeList(buf, encode, list, &prev.schemas, prev.raw, &out.schemas, sameSchema)
+			} else {
+				err = encode(fv.Addr().Interface())
+			}
 		default:
 			err = encode(fv.Addr().Interface())
 		}

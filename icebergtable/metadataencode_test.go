@@ -91,6 +91,22 @@ func TestEncodeTableMetadataMatchesJSONMarshal(t *testing.T) {
 					}
 					return b.SetCurrentSchemaID(1)
 				}},
+				{"nested schema", func(b *table.MetadataBuilder) error {
+					point := &iceberg.StructType{FieldList: []iceberg.NestedField{
+						{ID: 5, Name: "x", Type: iceberg.PrimitiveTypes.Float64, Required: true},
+						{ID: 6, Name: "y", Type: iceberg.DecimalTypeOf(10, 2), Doc: "a \"quoted\" <doc>"},
+					}}
+					s := iceberg.NewSchemaWithIdentifiers(2, []int{1},
+						iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+						iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String, Doc: "<&>"},
+						iceberg.NestedField{ID: 3, Name: "points", Type: &iceberg.ListType{ElementID: 4, Element: point, ElementRequired: true}},
+						iceberg.NestedField{ID: 7, Name: "tags", Type: &iceberg.MapType{KeyID: 8, KeyType: iceberg.PrimitiveTypes.String,
+							ValueID: 9, ValueType: iceberg.FixedTypeOf(16), ValueRequired: false}})
+					if err := b.AddSchema(s); err != nil {
+						return err
+					}
+					return b.SetCurrentSchemaID(2)
+				}},
 				{"statistics", func(b *table.MetadataBuilder) error {
 					return b.SetStatistics(table.StatisticsFile{SnapshotID: 3, StatisticsPath: "file:///wh/ns/t/metadata/3.stats", FileSizeInBytes: 10, FileFooterSizeInBytes: 2,
 						BlobMetadata: []table.BlobMetadata{{Type: "apache-datasketches-theta-v1", SnapshotID: 3, SequenceNumber: 3, Fields: []int32{1}}}})
@@ -156,6 +172,10 @@ func check(t *testing.T, step string, meta table.Metadata, prev *encodedFile) *e
 		checkRanges(t, step+": snapshot", got, enc.snapshots)
 		checkRanges(t, step+": metadata-log entry", got, enc.metadataLog)
 		checkRanges(t, step+": snapshot-log entry", got, enc.snapshotLog)
+		checkRanges(t, step+": schema", got, enc.schemas)
+		if len(enc.schemas.ranges) != len(meta.Schemas()) {
+			t.Fatalf("%s: %d schema ranges for %d schemas", step, len(enc.schemas.ranges), len(meta.Schemas()))
+		}
 	}
 	parsed, err := table.ParseMetadataBytes(want)
 	if err != nil {
@@ -197,6 +217,78 @@ func TestEncodeJavaStyleMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(t, "java", meta, nil)
+}
+
+// TestSameSchema changes a schema in each way its encoding can change:
+// every change must make the schemas differ, and a clone, or nil against
+// empty identifier ids (both written []), must not.
+func TestSameSchema(t *testing.T) {
+	build := func(change func(ids *[]int, fields []iceberg.NestedField) (int, []iceberg.NestedField)) *iceberg.Schema {
+		ids := []int{1}
+		fields := []iceberg.NestedField{
+			{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+			{ID: 2, Name: "price", Type: iceberg.DecimalTypeOf(10, 2), Doc: "in euros"},
+			{ID: 3, Name: "tags", Type: &iceberg.ListType{ElementID: 4, Element: iceberg.PrimitiveTypes.String}},
+		}
+		id := 0
+		if change != nil {
+			id, fields = change(&ids, fields)
+		}
+		return iceberg.NewSchemaWithIdentifiers(id, ids, fields...)
+	}
+	base := build(nil)
+	same := func(a, b *iceberg.Schema) bool { return sameSchema(&a, &b) }
+	clone := build(nil)
+	if !same(base, clone) || !same(base, base) {
+		t.Fatal("equal schemas differ")
+	}
+	noIDs := build(func(ids *[]int, f []iceberg.NestedField) (int, []iceberg.NestedField) { *ids = nil; return 0, f })
+	emptyIDs := build(func(ids *[]int, f []iceberg.NestedField) (int, []iceberg.NestedField) { *ids = []int{}; return 0, f })
+	if !same(noIDs, emptyIDs) {
+		t.Error("nil and empty identifier ids, both encoded [], differ")
+	}
+	for name, change := range map[string]func(ids *[]int, f []iceberg.NestedField) (int, []iceberg.NestedField){
+		"schema id":      func(ids *[]int, f []iceberg.NestedField) (int, []iceberg.NestedField) { return 1, f },
+		"identifier ids": func(ids *[]int, f []iceberg.NestedField) (int, []iceberg.NestedField) { *ids = nil; return 0, f },
+		"field name":     func(ids *[]int, f []iceberg.NestedField) (int, []iceberg.NestedField) { f[0].Name = "key"; return 0, f },
+		"field doc": func(ids *[]int, f []iceberg.NestedField) (int, []iceberg.NestedField) {
+			f[1].Doc = "in dollars"
+			return 0, f
+		},
+		"required": func(ids *[]int, f []iceberg.NestedField) (int, []iceberg.NestedField) {
+			f[1].Required = true
+			return 0, f
+		},
+		"decimal scale": func(ids *[]int, f []iceberg.NestedField) (int, []iceberg.NestedField) {
+			f[1].Type = iceberg.DecimalTypeOf(10, 3)
+			return 0, f
+		},
+		"list element": func(ids *[]int, f []iceberg.NestedField) (int, []iceberg.NestedField) {
+			f[2].Type = &iceberg.ListType{ElementID: 4, Element: iceberg.PrimitiveTypes.Binary}
+			return 0, f
+		},
+		"write default": func(ids *[]int, f []iceberg.NestedField) (int, []iceberg.NestedField) {
+			f[0].WriteDefault = int64(7)
+			return 0, f
+		},
+		"one field more": func(ids *[]int, f []iceberg.NestedField) (int, []iceberg.NestedField) {
+			return 0, append(f, iceberg.NestedField{ID: 5, Name: "note", Type: iceberg.PrimitiveTypes.String})
+		},
+	} {
+		changed := build(change)
+		a, errA := json.Marshal(base)
+		b, errB := json.Marshal(changed)
+		if errA != nil || errB != nil || bytes.Equal(a, b) {
+			t.Fatalf("%s: the change does not change the encoding (%v, %v)", name, errA, errB)
+		}
+		if same(base, changed) || same(changed, base) {
+			t.Errorf("%s: the schemas are taken as the same", name)
+		}
+	}
+	var none *iceberg.Schema
+	if same(base, none) || same(none, base) || !same(none, none) {
+		t.Error("a nil schema compared wrongly")
+	}
 }
 
 // TestSameSnapshot changes each field of a snapshot in turn: every
@@ -243,16 +335,27 @@ func TestSameSnapshot(t *testing.T) {
 	if !knownSnapshotFields() {
 		t.Fatal("table.Snapshot or table.Summary has fields sameSnapshot does not compare")
 	}
+	if !knownSchemaFields() {
+		t.Fatal("iceberg.Schema has exported fields sameSchema does not compare")
+	}
 }
 
 // BenchmarkEncodeTableMetadata encodes the next file of a table after a
 // property commit, as a commit does: json.Marshal against
 // encodeTableMetadata copying from the previous file. small has an empty
-// history and a full metadata-log (100 entries), big 1,000 snapshots too.
+// history and a full metadata-log (100 entries), big 1,000 snapshots too,
+// wide a schema of 100 columns.
 func BenchmarkEncodeTableMetadata(b *testing.B) {
-	for _, snapshots := range []int{0, 1000} {
-		name := map[int]string{0: "small", 1000: "big"}[snapshots]
-		schema := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+	for _, tc := range []struct {
+		name               string
+		snapshots, columns int
+	}{{"small", 0, 1}, {"big", 1000, 1}, {"wide", 0, 100}} {
+		name, snapshots := tc.name, tc.snapshots
+		fields := []iceberg.NestedField{{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true}}
+		for id := 2; id <= tc.columns; id++ {
+			fields = append(fields, iceberg.NestedField{ID: id, Name: fmt.Sprintf("column_%03d", id), Type: iceberg.PrimitiveTypes.String, Doc: "a column of a wide table"})
+		}
+		schema := iceberg.NewSchema(0, fields...)
 		meta, err := table.NewMetadataWithUUID(schema, iceberg.UnpartitionedSpec, table.UnsortedSortOrder,
 			"file:///warehouse/bench/t00-0a6f1f4c-5c61-4fd8-a5a5-d2bd7d5a1d7e", iceberg.Properties{"format-version": "2"}, uuid.New())
 		if err != nil {
@@ -316,5 +419,63 @@ func BenchmarkEncodeTableMetadata(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestUnchangedItemsAreCopied: a commit's file copies the encodings of
+// the schemas and metadata-log entries it carries over from the file it
+// was built from rather than encoding them again. The earlier file's
+// bytes are marked where those items lie, and the marks must show up in
+// the next file.
+func TestUnchangedItemsAreCopied(t *testing.T) {
+	schema := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+	meta, err := table.NewMetadataWithUUID(schema, iceberg.UnpartitionedSpec, table.UnsortedSortOrder,
+		"file:///wh/ns/t", iceberg.Properties{"format-version": "2"}, uuid.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func(base table.Metadata, loc string, props iceberg.Properties) table.Metadata {
+		b, err := table.MetadataBuilderFromBase(base, loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.SetProperties(props); err != nil {
+			t.Fatal(err)
+		}
+		next, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return next
+	}
+	meta = build(meta, "file:///wh/ns/t/metadata/00000.metadata.json", iceberg.Properties{"a": "1"})
+	_, prev, err := encodeTableMetadata(meta, nil, nil)
+	if err != nil || prev == nil {
+		t.Fatalf("no encodings to build on: %v", err)
+	}
+	// Mark each item: "id" becomes "ID" in the schema, and the file name's
+	// "metadata" becomes "METADATA" in the log entry.
+	marked := *prev
+	marked.raw = bytes.Clone(prev.raw)
+	mark := func(r itemRange, from, to string) {
+		item := marked.raw[r.start:r.end]
+		i := bytes.Index(item, []byte(from))
+		if i < 0 {
+			t.Fatalf("%q not in %s", from, item)
+		}
+		copy(item[i:], to)
+	}
+	mark(marked.schemas.ranges[0], `"name":"id"`, `"name":"ID"`)
+	mark(marked.metadataLog.ranges[0], "metadata.json", "METADATA.json")
+
+	next := build(meta, "file:///wh/ns/t/metadata/00001.metadata.json", iceberg.Properties{"a": "2"})
+	got, _, err := encodeTableMetadata(next, &marked, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"name":"ID"`, "00000.METADATA.json"} {
+		if !bytes.Contains(got, []byte(want)) {
+			t.Errorf("the item marked %q was encoded again, not copied:\n%s", want, got)
+		}
 	}
 }
