@@ -165,7 +165,16 @@ func validateTableLayouts(base, next table.Metadata) error {
 	if schema == nil {
 		return nil
 	}
-	idx := indexSchema(schema)
+	// Indexed only when something is to be checked: most commits add no
+	// spec or order, and a wide schema's index is a map and a path per
+	// field.
+	var idx map[int]schemaField
+	index := func() map[int]schemaField {
+		if idx == nil {
+			idx = indexSchema(schema)
+		}
+		return idx
+	}
 	var oldSpecs, oldOrders []int
 	if base != nil {
 		for _, s := range base.PartitionSpecs() {
@@ -177,14 +186,14 @@ func validateTableLayouts(base, next table.Metadata) error {
 	}
 	for _, spec := range next.PartitionSpecs() {
 		if !slices.Contains(oldSpecs, spec.ID()) {
-			if err := validateSpec(&spec, schema, idx); err != nil {
+			if err := validateSpec(&spec, schema, index()); err != nil {
 				return err
 			}
 		}
 	}
 	for _, order := range next.SortOrders() {
 		if !slices.Contains(oldOrders, order.OrderID()) {
-			if err := validateSortOrder(order, idx); err != nil {
+			if err := validateSortOrder(order, index()); err != nil {
 				return err
 			}
 		}
