@@ -24,7 +24,8 @@ func (id identifier) String() string { return dotted(append(slices.Clone(id.Name
 
 // key is the identifier's content key in the version store.
 func (id identifier) key() versionstore.ContentKey {
-	return append(slices.Clone(versionstore.ContentKey(id.Namespace)), id.Name)
+	k := make(versionstore.ContentKey, 0, len(id.Namespace)+1) // one allocation, not a clone grown by the name
+	return append(append(k, id.Namespace...), id.Name)
 }
 
 func (id identifier) validate() error {
