@@ -17,8 +17,10 @@
 // for floe and the reference server, moto's S3 for Nessie (storage.go).
 // After each append step the loss detector (losscheck.go) checks that no
 // acknowledged append was lost. Each system's CPU time is read from
-// /proc/<pid>/stat around every step (cpu.go); the tables (report.go)
-// show medians of alternated runs.
+// /proc/<pid>/stat around every step (cpu.go), and each step's line
+// gives the server's user-space part too, which a shared disk's kernel
+// time does not move; the tables (report.go) show medians of alternated
+// runs.
 //
 // Outside its tests it imports no floe package but testkit/benchhttp
 // (standard library only), so every server is driven by exactly the same

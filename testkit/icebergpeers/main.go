@@ -132,8 +132,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 					return fmt.Errorf("run %d, %s, %d clients, %s: %w", r+1, st.name, st.clients, s.peer.Name, err)
 				}
 				res.Add(sample)
-				fmt.Fprintf(out, "icebergpeers:   %s, %d clients, %s: %.0f ops/s, p50 %s ms, p99 %s ms, server CPU %s ms/op\n",
-					st.name, st.clients, s.peer.Name, sample.PerSecond, ms(sample.P50), ms(sample.P99), ms(sample.ServerCPU))
+				fmt.Fprintf(out, "icebergpeers:   %s, %d clients, %s: %.0f ops/s, p50 %s ms, p99 %s ms, server CPU %s ms/op (user %s)\n",
+					st.name, st.clients, s.peer.Name, sample.PerSecond, ms(sample.P50), ms(sample.P99), ms(sample.ServerCPU), ms(sample.ServerUserCPU))
 				if a := sample.Append; a != nil {
 					fmt.Fprintf(out, "icebergpeers:     appends: %d first-attempt, %d retries, %d failed, %d other errors; %s\n",
 						a.FirstAttempt, a.Retries, a.Failed, a.Errors, a.Loss)
@@ -327,15 +327,17 @@ func (s *system) measure(ctx context.Context, st step, run int, d time.Duration)
 	}
 	sample.PerSecond, sample.P50, sample.P99 = stats.PerSecond(), stats.Percentile(50), stats.Percentile(99)
 	if stats.Ops > 0 {
-		sample.ServerCPU = (cpu1[0] - cpu0[0]) / time.Duration(stats.Ops)
-		sample.StoreCPU = (cpu1[1] - cpu0[1]) / time.Duration(stats.Ops)
+		server := cpu1[0].sub(cpu0[0])
+		sample.ServerCPU = server.total() / time.Duration(stats.Ops)
+		sample.ServerUserCPU = server.user / time.Duration(stats.Ops)
+		sample.StoreCPU = cpu1[1].sub(cpu0[1]).total() / time.Duration(stats.Ops)
 	}
 	return sample, nil
 }
 
 // cpu reads the CPU time of the server and its store (0 when not known).
-func (s *system) cpu() ([2]time.Duration, error) {
-	var t [2]time.Duration
+func (s *system) cpu() ([2]cpuTimes, error) {
+	var t [2]cpuTimes
 	for i, pid := range []int{s.peer.PID, s.peer.StorePID} {
 		if pid == 0 {
 			continue

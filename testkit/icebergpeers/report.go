@@ -16,9 +16,12 @@ type Sample struct {
 	PerSecond float64
 	P50, P99  time.Duration
 	ServerCPU time.Duration // server process CPU per op
-	StoreCPU  time.Duration // object store process CPU per op, if HasStore
-	HasStore  bool
-	Append    *AppendResult // hot appends only
+	// ServerUserCPU is ServerCPU's user-space part, which the kernel's
+	// noise (file creates and fsyncs on a shared disk) does not move.
+	ServerUserCPU time.Duration
+	StoreCPU      time.Duration // object store process CPU per op, if HasStore
+	HasStore      bool
+	Append        *AppendResult // hot appends only
 }
 
 type rowKey struct {

@@ -51,8 +51,8 @@ func TestParseStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := 3250 * time.Millisecond; got != want {
-		t.Errorf("parseStat = %v, want %v (utime 250 + stime 75 ticks)", got, want)
+	if want := (cpuTimes{user: 2500 * time.Millisecond, system: 750 * time.Millisecond}); got != want || got.total() != 3250*time.Millisecond {
+		t.Errorf("parseStat = %+v, want %+v (utime 250, stime 75 ticks)", got, want)
 	}
 	if _, err := parseStat("4242 (java) S 1"); err == nil {
 		t.Error("parseStat of a short line: want an error")
