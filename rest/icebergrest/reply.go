@@ -122,7 +122,8 @@ func (rp *reply) write(w http.ResponseWriter, joins *joinBuffers) {
 	for k, v := range rp.header {
 		h.Set(k, v)
 	}
-	if n := rp.bodyLen(); n > 0 {
+	n := rp.bodyLen()
+	if n > 0 {
 		// Known, so a body larger than net/http's buffer is not sent
 		// chunked (more bytes, and a last write of its own).
 		h.Set("Content-Length", strconv.Itoa(n))
@@ -137,7 +138,7 @@ func (rp *reply) write(w http.ResponseWriter, joins *joinBuffers) {
 		}
 		return
 	}
-	buf := joins.get(rp.bodyLen())
+	buf := joins.get(n)
 	*buf = rp.appendBody((*buf)[:0])
 	_, _ = w.Write(*buf)
 	joins.put(buf) // a Writer does not retain what it was given
