@@ -33,8 +33,8 @@ type Config struct {
 	// replicas (versionstore/pgbackend). See ParseStore.
 	Store string
 	// StoreCacheBytes bounds the version store's cache of decoded
-	// objects (versionstore.Options.CacheBytes); 0 means the store's
-	// default.
+	// objects (versionstore.Options.CacheBytes); 0 means its backend's
+	// default (StoreCacheBytes).
 	StoreCacheBytes int64
 	// Security says who callers are and what they may do.
 	Security Security

@@ -30,3 +30,20 @@ func TestParseStore(t *testing.T) {
 		t.Fatalf("unknown store: %v", err)
 	}
 }
+
+func TestStoreCacheBytes(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want int64
+	}{
+		{Config{DataDir: "/d"}, DefaultPebbleStoreCacheBytes},
+		{Config{Store: "pebble:/x"}, DefaultPebbleStoreCacheBytes},
+		{Config{Store: "postgres://u@h/db"}, DefaultPostgresStoreCacheBytes},
+		{Config{Store: "postgres://u@h/db", StoreCacheBytes: 1 << 20}, 1 << 20},
+		{Config{StoreCacheBytes: 5 << 20}, 5 << 20},
+	} {
+		if got := StoreCacheBytes(tc.cfg); got != tc.want {
+			t.Errorf("StoreCacheBytes(store %q, %d) = %d, want %d", tc.cfg.Store, tc.cfg.StoreCacheBytes, got, tc.want)
+		}
+	}
+}

@@ -67,7 +67,7 @@ func newServeCommand() *cobra.Command {
 				return err
 			}
 			logger.Info("starting floe", "version", versionString())
-			limit, set := applyMemoryLimit(memoryLimit, metadataCacheBytes, cfg.StoreCacheBytes+pebbleGoHeap(cfg))
+			limit, set := applyMemoryLimit(memoryLimit, metadataCacheBytes, assemble.StoreCacheBytes(cfg)+pebbleGoHeap(cfg))
 			if set {
 				logger.Info("memory limit", "bytes", limit)
 			}
@@ -150,7 +150,7 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&warehouseName, "warehouse-name", warehouseName, "name Iceberg clients select the warehouse by: ?warehouse=NAME, or NAME@BRANCH for a branch")
 	f.DurationVar(&idempotencyKeyLifetime, "idempotency-key-lifetime", idempotencyKeyLifetime, "how long the outcome of an Iceberg request sent with an Idempotency-Key is replayed to retries (advertised in /v1/config); 0 turns keys off")
 	f.Int64Var(&metadataCacheBytes, "metadata-cache-bytes", metadataCacheBytes, "memory budget of the cache of parsed Iceberg metadata files and decoded manifest lists and manifests (approximate); 0 turns the cache off")
-	f.Int64Var(&cfg.StoreCacheBytes, "store-cache-bytes", 128<<20 /* versionstore.Options default */, "memory budget of the version store's cache of decoded commits and trees")
+	f.Int64Var(&cfg.StoreCacheBytes, "store-cache-bytes", 0, "memory budget of the version store's cache of decoded commits and trees; 0 is "+fmt.Sprint(assemble.DefaultPebbleStoreCacheBytes>>20)+" MiB on the embedded Pebble store, "+fmt.Sprint(assemble.DefaultPostgresStoreCacheBytes>>20)+" MiB on PostgreSQL (where a miss is a round trip)")
 	f.Int64Var(&memoryLimit, "memory-limit", 0, "soft limit of the Go runtime's memory in bytes (runtime/debug.SetMemoryLimit); 0 derives it from the cache budgets (metadata + store caches + "+fmt.Sprint(memoryHeadroom>>20)+" MiB, plus Pebble's cache and memtables in a build without cgo, where they are in the Go heap), negative leaves it to GOMEMLIMIT; GOMEMLIMIT, if set, wins")
 	f.Int64Var(&maxMetadataFileBytes, "max-metadata-file-bytes", maxMetadataFileBytes, "largest Iceberg table or view metadata file read (after gunzipping); a larger one is refused")
 	f.StringVar(&refRetentionFile, "ref-retention", "", "JSON file of branch retention defaults by name prefix and protected prefixes (see refretention/README.md); without it: ingest/ 2d, transform/ 7d, feature/ and users/ 30d, others never expire")
@@ -190,8 +190,8 @@ func newServeCommand() *cobra.Command {
 // 14): with 128 MiB back to back (38% of the CPU); with 256 MiB every
 // ~110 MB allocated, about three times a second at 2,000 commits/s and
 // 12-16% of the CPU per Iceberg commit; with 384 MiB every ~240 MB. The
-// static build's default limit (768 MiB) stays below the Helm chart's
-// 1 GiB container limit.
+// static build's default limit (672 MiB on Pebble) stays below the Helm
+// chart's 1 GiB container limit.
 const memoryHeadroom = 384 << 20
 
 // pebbleGoHeap is the part of the embedded store's memory the Go heap
