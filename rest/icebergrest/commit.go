@@ -31,12 +31,22 @@ type commitTableRequest struct {
 	fields []updateFields
 }
 
-// UnmarshalJSON decodes the request as the spec's type, and each update's
+// UnmarshalJSON decodes the request: a common one in one pass
+// (decodeCommonCommit), any other by the spec's decoding (decodeSpec).
+func (c *commitTableRequest) UnmarshalJSON(data []byte) error {
+	if req, ok := decodeCommonCommit(data); ok {
+		*c = req
+		return nil
+	}
+	return c.decodeSpec(data)
+}
+
+// decodeSpec decodes the request as the spec's type, and each update's
 // checked fields from the same bytes: authorization, the maintenance
 // lock, shared-file and location checks all read them, and decoding them
 // once here costs less than one re-encoding of the update.
-func (c *commitTableRequest) UnmarshalJSON(data []byte) error {
-	type spec commitTableRequest // without this method: the spec's decoding
+func (c *commitTableRequest) decodeSpec(data []byte) error {
+	type spec commitTableRequest // without the methods: the spec's decoding
 	if err := json.Unmarshal(data, (*spec)(c)); err != nil {
 		return err
 	}
@@ -90,9 +100,16 @@ func (a *api) updateTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req commitTableRequest
-	if err := decodeBody(r, &req); err != nil {
+	data, err := readBody(r)
+	if err != nil {
 		return err
+	}
+	// Not decodeBody: its json.Decoder reads a common request twice more.
+	req, common := decodeCommonCommit(data)
+	if !common {
+		if err := decodeJSONBody(data, &req); err != nil {
+			return err
+		}
 	}
 	if req.Identifier != nil && !slices.Equal(req.Identifier.key(), id.key()) {
 		return badRequest("the request body names table %s but the path names %s", *req.Identifier, id)

@@ -19,16 +19,30 @@ import (
 // body or trailing data is a 400; unknown fields are ignored, as clients of
 // newer spec versions send them.
 func decodeBody(r *http.Request, v any) error {
+	data, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	return decodeJSONBody(data, v)
+}
+
+// readBody reads a request's whole body, which must not be empty.
+func readBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil {
-		return badRequest("the request body is empty")
+		return nil, badRequest("the request body is empty")
 	}
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
-		return badRequest("reading the request body: %v", err)
+		return nil, badRequest("reading the request body: %v", err)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return badRequest("the request body is empty")
+		return nil, badRequest("the request body is empty")
 	}
+	return data, nil
+}
+
+// decodeJSONBody decodes a request body read by readBody into v.
+func decodeJSONBody(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(v); err != nil {
 		return badRequest("malformed JSON request body: %v", err)
