@@ -17,10 +17,7 @@ func TableContent(contentID string, f *MetadataFile) *versionstore.Content {
 	if cs := m.CurrentSnapshot(); cs != nil {
 		snap = cs.SnapshotID
 	}
-	schemaID := int32(-1)
-	if s := m.CurrentSchema(); s != nil {
-		schemaID = int32(s.ID)
-	}
+	schemaID := int32(ViewOf(m).CurrentSchemaID) // -1 for none; CurrentSchema would copy it
 	return &versionstore.Content{
 		Type:               versionstore.IcebergTable,
 		ID:                 contentID,

@@ -89,6 +89,9 @@ type metadataLayout struct {
 	requireLastPartitionID bool
 	// reuseSchemas: Schema encodes only the fields sameSchema compares.
 	reuseSchemas bool
+	// common holds the index paths of commonMetadata's exported fields by
+	// name, for ListsOf.
+	commonFields map[string][]int
 }
 
 // metadataLayouts maps the concrete metadata types iceberg-go 0.7 encodes
@@ -171,6 +174,10 @@ func layoutOf(t reflect.Type, version int) *metadataLayout {
 		if !f.IsExported() {
 			continue
 		}
+		if l.commonFields == nil {
+			l.commonFields = map[string][]int{}
+		}
+		l.commonFields[f.Name] = path
 		mf, ok := taggedField(f, path)
 		if !ok {
 			return nil

@@ -258,7 +258,7 @@ func refSnapshotsOnly(f *MetadataFile) (json.RawMessage, error) {
 		return nil, err
 	}
 	doc["snapshots"] = b
-	if !hasSharedFileProperties(f.Metadata.Properties()) {
+	if !hasSharedFileProperties(PropertiesOf(f.Metadata)) {
 		if err := setSharedFileProperties(doc); err != nil {
 			return nil, err
 		}
@@ -307,7 +307,7 @@ func (w *Warehouse) NewTableMetadataLocation(meta table.Metadata, prev string) (
 		}
 	}
 	dir := trimSlash(meta.Location()) + "/metadata"
-	if p := meta.Properties()[PropMetadataPath]; p != "" {
+	if p := PropertiesOf(meta)[PropMetadataPath]; p != "" {
 		dir = trimSlash(p)
 	}
 	return w.Contains(fmt.Sprintf("%s/%05d-%s.metadata.json", dir, version, uuid.NewString()))

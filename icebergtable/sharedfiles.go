@@ -61,7 +61,7 @@ func hasSharedFileProperties(props map[string]string) bool {
 // writes the properties. The copy is not counted in the cache's weight;
 // it exists only for such tables, until their next commit.
 func (f *MetadataFile) ServedJSON() (json.RawMessage, error) {
-	if hasSharedFileProperties(f.Metadata.Properties()) {
+	if hasSharedFileProperties(PropertiesOf(f.Metadata)) {
 		return f.JSON, nil
 	}
 	f.servedOnce.Do(func() {

@@ -478,7 +478,8 @@ func describeTableChange(id identifier, base table.Metadata, next *icebergtable.
 		desc.message = "iceberg: create table " + id.String()
 		return desc
 	}
-	changes := metadataChanges(base, next.Metadata)
+	baseView, nextView := icebergtable.ViewOf(base), icebergtable.ViewOf(next.Metadata)
+	changes := metadataChanges(base, next.Metadata, baseView, nextView)
 	var added *table.Snapshot
 	for _, s := range addedSnapshots {
 		added = &s
@@ -494,8 +495,7 @@ func describeTableChange(id identifier, base table.Metadata, next *icebergtable.
 			desc.op = string(added.Summary.Operation)
 		}
 	}
-	baseRefs := maps.Collect(base.Refs())
-	nextRefs := maps.Collect(next.Metadata.Refs())
+	baseRefs, nextRefs := baseView.Refs, nextView.Refs
 	var moved []string
 	for name, ref := range nextRefs {
 		if old, ok := baseRefs[name]; !ok || !old.Equals(ref) {
@@ -540,16 +540,17 @@ func describeTableChange(id identifier, base table.Metadata, next *icebergtable.
 
 // metadataChanges names the changes next makes to base's metadata other
 // than snapshots and refs, in a fixed order: schema, partition spec, sort
-// order, format version, location, properties, statistics.
-func metadataChanges(base, next table.Metadata) []string {
+// order, format version, location, properties, statistics. The views are
+// base's and next's (icebergtable.ViewOf).
+func metadataChanges(base, next table.Metadata, baseView, nextView icebergtable.MetadataView) []string {
 	var out []string
-	if base.CurrentSchema().ID != next.CurrentSchema().ID || len(base.Schemas()) != len(next.Schemas()) {
+	if baseView.CurrentSchemaID != nextView.CurrentSchemaID || len(baseView.Schemas) != len(nextView.Schemas) {
 		out = append(out, "schema-change")
 	}
-	if base.DefaultPartitionSpec() != next.DefaultPartitionSpec() || len(base.PartitionSpecs()) != len(next.PartitionSpecs()) {
+	if base.DefaultPartitionSpec() != next.DefaultPartitionSpec() || len(baseView.Specs) != len(nextView.Specs) {
 		out = append(out, "partition-spec-change")
 	}
-	if base.DefaultSortOrder() != next.DefaultSortOrder() || len(base.SortOrders()) != len(next.SortOrders()) {
+	if base.DefaultSortOrder() != next.DefaultSortOrder() || len(baseView.SortOrders) != len(nextView.SortOrders) {
 		out = append(out, "sort-order-change")
 	}
 	if base.Version() != next.Version() {
@@ -558,26 +559,20 @@ func metadataChanges(base, next table.Metadata) []string {
 	if base.Location() != next.Location() {
 		out = append(out, "set-location")
 	}
-	if !maps.Equal(base.Properties(), next.Properties()) {
+	if !maps.Equal(baseView.Properties, nextView.Properties) {
 		out = append(out, "properties")
 	}
-	if !slices.Equal(statisticsPaths(base), statisticsPaths(next)) {
+	if !sameStatistics(baseView, nextView) {
 		out = append(out, "statistics")
 	}
 	return out
 }
 
-// statisticsPaths names a table's statistics files, table and partition
-// statistics both; a file's path names its content.
-func statisticsPaths(m table.Metadata) []string {
-	var out []string
-	for f := range m.Statistics() {
-		out = append(out, f.StatisticsPath)
-	}
-	for f := range m.PartitionStatistics() {
-		out = append(out, f.StatisticsPath)
-	}
-	return out
+// sameStatistics says whether two tables name the same statistics files,
+// table and partition statistics both; a file's path names its content.
+func sameStatistics(a, b icebergtable.MetadataView) bool {
+	return slices.EqualFunc(a.Statistics, b.Statistics, func(x, y table.StatisticsFile) bool { return x.StatisticsPath == y.StatisticsPath }) &&
+		slices.EqualFunc(a.PartitionStatistics, b.PartitionStatistics, func(x, y table.PartitionStatisticsFile) bool { return x.StatisticsPath == y.StatisticsPath })
 }
 
 // describeTransaction records a commit of one or more tables: a single

@@ -106,7 +106,7 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 	if err := validateTableLayouts(nil, meta); err != nil {
 		return err
 	}
-	if p := meta.Properties()[icebergtable.PropMetadataPath]; p != "" {
+	if p := icebergtable.PropertiesOf(meta)[icebergtable.PropMetadataPath]; p != "" {
 		if _, err := wr.wh.requireInside(icebergtable.PropMetadataPath, p); err != nil {
 			return err
 		}

@@ -161,7 +161,10 @@ func validateUpdateFields(f updateFields, what string) error {
 // has and base (nil for a new table) has not, against next's current
 // schema, as Java checks a spec or order when it is added.
 func validateTableLayouts(base, next table.Metadata) error {
-	schema := next.CurrentSchema()
+	// Read in place (ViewOf): the accessors copy every spec, order and
+	// the schema.
+	nextView := icebergtable.ViewOf(next)
+	schema := nextView.CurrentSchema()
 	if schema == nil {
 		return nil
 	}
@@ -177,21 +180,22 @@ func validateTableLayouts(base, next table.Metadata) error {
 	}
 	var oldSpecs, oldOrders []int
 	if base != nil {
-		for _, s := range base.PartitionSpecs() {
+		baseView := icebergtable.ViewOf(base)
+		for _, s := range baseView.Specs {
 			oldSpecs = append(oldSpecs, s.ID())
 		}
-		for _, o := range base.SortOrders() {
+		for _, o := range baseView.SortOrders {
 			oldOrders = append(oldOrders, o.OrderID())
 		}
 	}
-	for _, spec := range next.PartitionSpecs() {
+	for _, spec := range nextView.Specs {
 		if !slices.Contains(oldSpecs, spec.ID()) {
 			if err := validateSpec(&spec, schema, index()); err != nil {
 				return err
 			}
 		}
 	}
-	for _, order := range next.SortOrders() {
+	for _, order := range nextView.SortOrders {
 		if !slices.Contains(oldOrders, order.OrderID()) {
 			if err := validateSortOrder(order, index()); err != nil {
 				return err
