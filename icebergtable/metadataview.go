@@ -89,8 +89,11 @@ func fieldAs[T any](s reflect.Value, l *metadataLayout, name string, dst *T) boo
 	if !ok {
 		return false
 	}
-	v, ok := s.FieldByIndex(path).Interface().(T)
-	*dst = v
+	// Through a pointer: Interface of a slice itself would box a copy.
+	p, ok := s.FieldByIndex(path).Addr().Interface().(*T)
+	if ok {
+		*dst = *p
+	}
 	return ok
 }
 

@@ -98,3 +98,17 @@ func TestViewOf(t *testing.T) {
 		})
 	}
 }
+
+func BenchmarkViewOf(b *testing.B) {
+	schema := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+	meta, err := table.NewMetadataWithUUID(schema, iceberg.UnpartitionedSpec, table.UnsortedSortOrder, "file:///wh/ns/t", iceberg.Properties{"format-version": "2"}, uuid.New())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if v := ViewOf(meta); len(v.Schemas) != 1 {
+			b.Fatal(len(v.Schemas))
+		}
+	}
+}
