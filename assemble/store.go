@@ -80,7 +80,7 @@ func (p *Process) openStoreOf(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("opening the PostgreSQL store backend: %w", err)
 	}
-	store, err := versionstore.Open(ctx, be, versionstore.Options{Logger: p.logger, CacheBytes: StoreCacheBytes(cfg)})
+	store, err := versionstore.Open(ctx, be, versionstore.Options{Logger: p.logger, CacheBytes: StoreCacheBytes(cfg), TracerProvider: p.tracer})
 	if err != nil {
 		return errors.Join(fmt.Errorf("opening version store on PostgreSQL: %w", err), be.Close())
 	}

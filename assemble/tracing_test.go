@@ -18,6 +18,7 @@ import (
 
 	"github.com/floe-catalog/floe/assemble"
 	"github.com/floe-catalog/floe/policy"
+	"github.com/floe-catalog/floe/testkit/pgtest"
 )
 
 // TestTraceOfOneCommit follows one Iceberg table commit through the
@@ -25,10 +26,23 @@ import (
 // server span continues the client's traceparent, and below it hang the
 // commit (table, branch), its authorization, the metadata file read and
 // write, and the version-store write with its group-commit stages. The
-// access log line carries the trace id.
+// access log line carries the trace id. On both store backends.
 func TestTraceOfOneCommit(t *testing.T) {
+	t.Run("pebble", func(t *testing.T) { traceOneCommit(t, "") })
+	t.Run("postgres", func(t *testing.T) {
+		c := assemble.Postgres.Need(t)
+		dsn, err := c.Schema(t.Context(), pgtest.SchemaName(t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		traceOneCommit(t, dsn)
+	})
+}
+
+func traceOneCommit(t *testing.T, store string) {
 	dir := t.TempDir()
 	cfg := config(dir)
+	cfg.Store = store
 	// A bundle allowing everything, so the commit is authorized (and
 	// traced as such) for the anonymous dev principal.
 	bundle := filepath.Join(dir, "bundle")
