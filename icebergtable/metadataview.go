@@ -3,6 +3,7 @@ package icebergtable
 import (
 	"maps"
 	"reflect"
+	"slices"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -54,8 +55,8 @@ func ViewOf(m table.Metadata) MetadataView {
 		SortOrders:          m.SortOrders(),
 		Properties:          m.Properties(),
 		Refs:                maps.Collect(m.Refs()),
-		Statistics:          collect(m.Statistics()),
-		PartitionStatistics: collect(m.PartitionStatistics()),
+		Statistics:          slices.Collect(m.Statistics()),
+		PartitionStatistics: slices.Collect(m.PartitionStatistics()),
 	}
 }
 
@@ -95,12 +96,4 @@ func fieldAs[T any](s reflect.Value, l *metadataLayout, name string, dst *T) boo
 		*dst = *p
 	}
 	return ok
-}
-
-func collect[T any](seq func(func(T) bool)) []T {
-	var out []T
-	for v := range seq {
-		out = append(out, v)
-	}
-	return out
 }

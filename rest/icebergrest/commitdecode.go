@@ -25,35 +25,32 @@ import (
 // clients (issue 14).
 func decodeCommonCommit(data []byte) (commitTableRequest, bool) {
 	var (
-		req                     commitTableRequest
-		seenID, seenReq, seenUp bool
+		req  commitTableRequest
+		seen int
 	)
 	c := jsonCursor{b: data}
 	ok := c.object(func(key string) bool {
 		switch key {
 		case "identifier":
-			if seenID {
+			if !once(&seen, fieldIdentifier) {
 				return false
 			}
-			seenID = true
 			id, ok := c.identifier()
 			req.Identifier = &id
 			return ok
 		case "requirements":
-			if seenReq {
+			if !once(&seen, fieldRequirements) {
 				return false
 			}
-			seenReq = true
 			return c.array(func() bool {
 				r, ok := c.requirement()
 				req.Requirements = append(req.Requirements, r)
 				return ok
 			})
 		case "updates":
-			if seenUp {
+			if !once(&seen, fieldUpdates) {
 				return false
 			}
-			seenUp = true
 			req.fields = []updateFields{} // as decoding "updates": [] gives
 			return c.array(func() bool {
 				u, f, ok := c.update()
@@ -74,16 +71,15 @@ func decodeCommonCommit(data []byte) (commitTableRequest, bool) {
 // stay zero, as encoding/json leaves them.
 func (c *jsonCursor) identifier() (identifier, bool) {
 	var (
-		id               identifier
-		seenNS, seenName bool
+		id   identifier
+		seen int
 	)
 	ok := c.object(func(key string) bool {
 		switch key {
 		case "namespace":
-			if seenNS {
+			if !once(&seen, fieldNamespace) {
 				return false
 			}
-			seenNS = true
 			id.Namespace = []string{}
 			return c.array(func() bool {
 				s, ok := c.str()
@@ -91,10 +87,9 @@ func (c *jsonCursor) identifier() (identifier, bool) {
 				return ok
 			})
 		case "name":
-			if seenName {
+			if !once(&seen, fieldName) {
 				return false
 			}
-			seenName = true
 			var ok bool
 			id.Name, ok = c.str()
 			return ok
@@ -104,7 +99,8 @@ func (c *jsonCursor) identifier() (identifier, bool) {
 	return id, ok
 }
 
-// Fields of a requirement or an update, as bits: each may come once.
+// Fields of a request, an identifier, a requirement or an update, as
+// bits: each may come once in its object (once).
 const (
 	fieldType = 1 << iota
 	fieldUUID
@@ -113,7 +109,20 @@ const (
 	fieldAction
 	fieldUpdates
 	fieldRemovals
+	fieldIdentifier
+	fieldRequirements
+	fieldNamespace
+	fieldName
 )
+
+// once marks field f seen, and says whether it was not seen before.
+func once(seen *int, f int) bool {
+	if *seen&f != 0 {
+		return false
+	}
+	*seen |= f
+	return true
+}
 
 var commonFields = map[string]int{
 	"type": fieldType, "uuid": fieldUUID, "ref": fieldRef, "snapshot-id": fieldSnapshotID,
@@ -130,10 +139,9 @@ func (c *jsonCursor) requirement() (table.Requirement, bool) {
 	)
 	ok := c.object(func(key string) bool {
 		f := commonFields[key]
-		if f == 0 || f&(fieldAction|fieldUpdates|fieldRemovals) != 0 || seen&f != 0 {
+		if f&(fieldType|fieldUUID|fieldRef|fieldSnapshotID) == 0 || !once(&seen, f) {
 			return false
 		}
-		seen |= f
 		var ok bool
 		switch f {
 		case fieldType:
@@ -180,10 +188,9 @@ func (c *jsonCursor) update() (table.Update, updateFields, bool) {
 	)
 	ok := c.object(func(key string) bool {
 		f := commonFields[key]
-		if f&(fieldAction|fieldUpdates|fieldRemovals) == 0 || seen&f != 0 {
+		if f&(fieldAction|fieldUpdates|fieldRemovals) == 0 || !once(&seen, f) {
 			return false
 		}
-		seen |= f
 		switch f {
 		case fieldAction:
 			var ok bool
