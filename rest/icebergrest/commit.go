@@ -41,6 +41,14 @@ func (c *commitTableRequest) UnmarshalJSON(data []byte) error {
 	return c.decodeSpec(data)
 }
 
+// specCommitTableRequest decodes as commitTableRequest does without
+// trying decodeCommonCommit first: for callers that already did.
+type specCommitTableRequest commitTableRequest
+
+func (s *specCommitTableRequest) UnmarshalJSON(data []byte) error {
+	return (*commitTableRequest)(s).decodeSpec(data)
+}
+
 // decodeSpec decodes the request as the spec's type, and each update's
 // checked fields from the same bytes: authorization, the maintenance
 // lock, shared-file and location checks all read them, and decoding them
@@ -107,7 +115,7 @@ func (a *api) updateTable(w http.ResponseWriter, r *http.Request) error {
 	// Not decodeBody: its json.Decoder reads a common request twice more.
 	req, common := decodeCommonCommit(data)
 	if !common {
-		if err := decodeJSONBody(data, &req); err != nil {
+		if err := decodeJSONBody(data, (*specCommitTableRequest)(&req)); err != nil {
 			return err
 		}
 	}

@@ -1,7 +1,6 @@
 package icebergrest
 
 import (
-	"encoding/json"
 	"reflect"
 	"testing"
 )
@@ -90,10 +89,6 @@ func FuzzDecodeCommonCommit(f *testing.F) {
 // common path: the spec's decoding, the same checks of the body.
 func specDecodeCommit(data []byte) (commitTableRequest, error) {
 	var req commitTableRequest
-	var raw json.RawMessage
-	if err := decodeJSONBody(data, &raw); err != nil {
-		return req, err
-	}
-	err := req.decodeSpec(raw)
+	err := decodeJSONBody(data, (*specCommitTableRequest)(&req))
 	return req, err
 }
