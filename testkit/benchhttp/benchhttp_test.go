@@ -2,11 +2,13 @@ package benchhttp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"go/build"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +40,17 @@ func TestDo(t *testing.T) {
 				return
 			}
 			_, _ = w.Write(body)
+		case "/api/big": // larger than any read buffer, with its length announced
+			big, _ := json.Marshal(map[string]string{"S": strings.Repeat("b", 100<<10)})
+			w.Header().Set("Content-Length", strconv.Itoa(len(big)))
+			_, _ = w.Write(big)
+		case "/api/chunked": // no length announced
+			_, _ = io.WriteString(w, `{"N":`)
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, `9}`)
+		case "/api/short": // announces more than it sends
+			w.Header().Set("Content-Length", "100")
+			_, _ = io.WriteString(w, `{"N":1}`)
 		case "/api/conflict":
 			w.WriteHeader(http.StatusConflict)
 			_, _ = io.WriteString(w, "  "+strings.Repeat("x", 50)+"\n")
@@ -52,6 +65,25 @@ func TestDo(t *testing.T) {
 	var out struct{ N int }
 	if err := api.Do(ctx, http.MethodPost, "/echo", map[string]int{"N": 7}, &out); err != nil || out.N != 7 {
 		t.Fatalf("echo: %+v, %v", out, err)
+	}
+
+	var big struct{ S string }
+	if err := api.Do(ctx, http.MethodGet, "/big", nil, &big); err != nil || big.S != strings.Repeat("b", 100<<10) {
+		t.Fatalf("big: %d bytes, %v", len(big.S), err)
+	}
+	if err := api.Do(ctx, http.MethodGet, "/big", nil, nil); err != nil {
+		t.Fatalf("big, not decoded: %v", err)
+	}
+	out.N = 0
+	if err := api.Do(ctx, http.MethodGet, "/chunked", nil, &out); err != nil || out.N != 9 {
+		t.Fatalf("chunked: %+v, %v", out, err)
+	}
+	// An answer cut short is an error whether or not it is decoded.
+	if err := api.Do(ctx, http.MethodGet, "/short", nil, &out); err == nil {
+		t.Fatal("short answer decoded without an error")
+	}
+	if err := api.Do(ctx, http.MethodGet, "/short", nil, nil); err == nil {
+		t.Fatal("short answer read without an error")
 	}
 
 	err := api.Do(ctx, http.MethodGet, "/conflict", nil, nil)

@@ -67,8 +67,7 @@ func PropertyCommits(ctx context.Context, c *Client, tables []Table, clients int
 	return forDuration(ctx, clients, d, n, func(ctx context.Context, w, i int) error {
 		t := tables[w]
 		req, upd := SetProperties(t.UUID, map[string]string{"peerbench.value": fmt.Sprintf("%d-%d", tag, i)})
-		_, err := c.Commit(ctx, t.NS, t.Name, req, upd)
-		return err
+		return c.CommitOnly(ctx, t.NS, t.Name, req, upd)
 	})
 }
 
@@ -189,7 +188,7 @@ func appendOnce(ctx context.Context, c *Client, st *Storage, t Table, md Metadat
 		return Append{}, err
 	}
 	req, upd := AppendSnapshots(parent, s)
-	if _, err := c.Commit(ctx, t.NS, t.Name, req, upd); err != nil {
+	if err := c.CommitOnly(ctx, t.NS, t.Name, req, upd); err != nil {
 		return Append{}, err
 	}
 	return Append{ID: s.ID, Parent: parent, Seq: s.SequenceNumber}, nil
