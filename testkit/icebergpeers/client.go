@@ -138,10 +138,9 @@ func (c *Client) Commit(ctx context.Context, ns, name string, requirements, upda
 	return r.Metadata, err
 }
 
-// CommitOnly sends one table commit and reads the answer without decoding
-// it, for workloads that do not look at the metadata: decoding a table's
-// whole metadata per commit made the driver use about as much CPU as
-// floe, on the cores the servers are measured on.
+// CommitOnly sends one table commit and reads the answer to the end
+// without decoding it, for workloads that do not look at the metadata
+// (see the package doc).
 func (c *Client) CommitOnly(ctx context.Context, ns, name string, requirements, updates []any) error {
 	return c.do(ctx, http.MethodPost, tablePath(ns, name), commitBody(ns, name, requirements, updates), nil)
 }
