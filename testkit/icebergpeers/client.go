@@ -131,6 +131,19 @@ func (c *Client) LoadTable(ctx context.Context, ns, name string) (Metadata, erro
 	return r.Metadata, err
 }
 
+// LoadTableUUID reads table ns.name whole and decodes only its
+// table-uuid, which the loadTable workloads check and the only field they
+// look at (see the package doc).
+func (c *Client) LoadTableUUID(ctx context.Context, ns, name string) (string, error) {
+	var r struct {
+		Metadata struct {
+			UUID string `json:"table-uuid"`
+		} `json:"metadata"`
+	}
+	err := c.do(ctx, http.MethodGet, tablePath(ns, name), nil, &r)
+	return r.Metadata.UUID, err
+}
+
 // Commit sends one table commit and returns the metadata it produced.
 func (c *Client) Commit(ctx context.Context, ns, name string, requirements, updates []any) (Metadata, error) {
 	var r loadResult

@@ -6,8 +6,9 @@
 // bench-peers` runs it through run.sh, which starts the servers on
 // loopback (with testkit/peers.sh, shared with testkit/peerbench) and
 // passes each one's URL and process id with -peer. Answers a workload
-// does not look at are read to the end and dropped, not decoded: the
-// driver shares the cores it measures the servers on.
+// does not look at are read to the end and dropped, not decoded, and a
+// loaded table's answer is decoded only for the table UUID it is
+// checked by: the driver shares the cores it measures the servers on.
 //
 // The workloads (workload.go): property commits on distinct tables with
 // 1, 8 and 32 clients; appends to one hot table with 8 and 32 clients,

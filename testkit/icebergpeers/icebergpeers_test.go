@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,11 @@ func TestAgainstFloe(t *testing.T) {
 	}
 	if _, err := Loads(ctx, c, tables[0], 2, 0, 3); err != nil {
 		t.Fatal(err)
+	}
+	other := tables[0]
+	other.UUID = tables[1].UUID
+	if _, err := Loads(ctx, c, other, 1, 0, 1); err == nil || !strings.Contains(err.Error(), tables[0].UUID) {
+		t.Errorf("loading %s.%s as the table of another UUID: %v, want an error naming its UUID", other.NS, other.Name, err)
 	}
 
 	// One client appending in sequence: every append on the parent it

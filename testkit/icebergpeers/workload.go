@@ -74,9 +74,9 @@ func PropertyCommits(ctx context.Context, c *Client, tables []Table, clients int
 // Loads: every client loads table t once per op.
 func Loads(ctx context.Context, c *Client, t Table, clients int, d time.Duration, n int) (Stats, error) {
 	return forDuration(ctx, clients, d, n, func(ctx context.Context, _, _ int) error {
-		md, err := c.LoadTable(ctx, t.NS, t.Name)
-		if err == nil && md.UUID != t.UUID {
-			err = fmt.Errorf("loaded table %s.%s with UUID %q, want %q", t.NS, t.Name, md.UUID, t.UUID)
+		uuid, err := c.LoadTableUUID(ctx, t.NS, t.Name)
+		if err == nil && uuid != t.UUID {
+			err = fmt.Errorf("loaded table %s.%s with UUID %q, want %q", t.NS, t.Name, uuid, t.UUID)
 		}
 		return err
 	})
