@@ -75,6 +75,10 @@ find_java() {
 start_floe() {
 	local log="$1"
 	shift
+	# Created before floe starts: the loop's first sed could otherwise run
+	# before the background job opened it, and a failed sed ends a caller
+	# under set -e -o pipefail.
+	: >"$log"
 	"$floe" serve "$@" >"$log" 2>&1 &
 	floe_pid=$!
 	floe_addr=""

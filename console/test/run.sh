@@ -91,6 +91,7 @@ cat >"$work/oauth-clients.json" <<EOF
 {"clients": [{"client_id": "console-reader", "secret_sha256": "$(hash "$oauth_secret")", "principal": "reader", "groups": []}]}
 EOF
 
+: >"$work/floe.log" # exists before the loop below reads it
 "$floe_bin" serve --addr 127.0.0.1:0 --data-dir "$work/data" --warehouse "$work/warehouse" \
 	--auth-token-file "$work/tokens.json" --auth-oauth-clients-file "$work/oauth-clients.json" \
 	--log-format text >"$work/floe.log" 2>&1 &
