@@ -131,9 +131,9 @@ func (c *Client) LoadTable(ctx context.Context, ns, name string) (Metadata, erro
 	return r.Metadata, err
 }
 
-// LoadTableUUID reads table ns.name whole and decodes only its
-// table-uuid, which the loadTable workloads check and the only field they
-// look at (see the package doc).
+// LoadTableUUID reads table ns.name whole (a malformed or short answer is
+// still an error) and decodes only its table-uuid, the one field the
+// loadTable workloads check (see the package doc).
 func (c *Client) LoadTableUUID(ctx context.Context, ns, name string) (string, error) {
 	var r struct {
 		Metadata struct {
