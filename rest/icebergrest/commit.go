@@ -265,6 +265,12 @@ func (a *api) commitTables(w http.ResponseWriter, r *http.Request, wr *warehouse
 	})
 	if err != nil {
 		if ae, ok := errors.AsType[*apiError](err); ok && ae.typ == typeCommitFailed {
+			if opName == "transaction" && len(changes) == 1 {
+				// Refused before it was described: labelled with the
+				// operation of the snapshot it adds, so a refused overwrite
+				// counts as one, as a rebased overwrite does.
+				opName = addedOperation(changes[0].req.Updates, opName)
+			}
 			a.metrics.refused.WithLabelValues(opName).Inc()
 			a.metrics.commits.WithLabelValues(opName, outcomeConflict).Inc()
 		}
@@ -358,7 +364,13 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 	case stale != nil:
 		var rerr error
 		if b, s.lists, rerr = a.rebaseAppend(ctx, wh, base, content.MetadataLocation, stale, req.Updates); rerr != nil {
-			a.logger.DebugContext(ctx, "stale commit not rebased", "table", id.String(), "reason", rerr)
+			if _, ok := errors.AsType[*errRebaseConflict](rerr); ok {
+				// A row-level commit that really conflicts (rebaserows.go):
+				// operators see why it was refused.
+				a.logger.InfoContext(ctx, "stale commit conflicts", "table", id.String(), "reason", rerr)
+			} else {
+				a.logger.DebugContext(ctx, "stale commit not rebased", "table", id.String(), "reason", rerr)
+			}
 			return nil, staleErr
 		}
 		// The manifest lists the rebase wrote go if anything below fails.

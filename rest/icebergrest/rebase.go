@@ -15,7 +15,8 @@ import (
 )
 
 // PropRebaseAppends is the table property that turns zero-retry appends
-// off for a table when "false".
+// off for a table when "false", and with them zero-retry row-level
+// commits (PropRebaseRowLevel).
 const PropRebaseAppends = "floe.commit.rebase-appends"
 
 // Zero-retry appends. An engine's append commits add-snapshot and
@@ -28,12 +29,13 @@ const PropRebaseAppends = "floe.commit.rebase-appends"
 // itself (tablemerge.CherryPick) and commits that: the client succeeds on
 // its first attempt, with the rebased metadata in the answer.
 //
-// Only what is certainly an append is rebased; anything else answers 409
-// as before. Isolation levels (write.delete/update/merge.isolation-level)
-// need no check here: they constrain overwrites, deletes and merges
-// against concurrent appends, and those are never rebased, so under
-// serializable an overwrite racing an append still fails; an append
-// placed after any commit is a serial order.
+// An append is rebased whenever it is certainly one: isolation levels
+// (write.delete/update/merge.isolation-level) constrain overwrites,
+// deletes and merges, not appends, and an append placed after any commit
+// is a serial order. Row-level commits (overwrite, delete, replace) are
+// rebased when they do not really conflict with what main gained since
+// their base, by the rules in rebaserows.go, which checks the isolation
+// level. Anything else answers 409 as before.
 
 // staleAppend is a commit whose only failed requirement is main's
 // assert-ref-snapshot-id and which may be a rebaseable append.
@@ -61,11 +63,14 @@ func staleMainRef(rq table.Requirement) (*staleAppend, bool) {
 	return &staleAppend{asserted: r.SnapshotID}, true
 }
 
-// rebaseAppend re-parents the append in updates onto main of base (the
-// current head), returning the metadata builder to build and the manifest
-// lists it wrote. Every error is an errNotRebaseable: the commit is not a
-// pure append on an ancestor of main, the table opted out, or the rebase
-// failed; the caller answers 409 as if no rebase were tried.
+// rebaseAppend re-parents the append, or the row-level commit
+// (rebaseRowLevel), in updates onto main of base (the current head),
+// returning the metadata builder to build and the manifest lists it
+// wrote. Every error is an errNotRebaseable (the commit is neither a pure
+// append nor a row-level commit on an ancestor of main, the table opted
+// out, or the rebase failed) or an errRebaseConflict (a row-level commit
+// that really conflicts); the caller answers 409 as if no rebase were
+// tried.
 func (a *api) rebaseAppend(ctx context.Context, wh *warehouse, base table.Metadata, baseLoc string, sa *staleAppend, updates table.Updates) (*table.MetadataBuilder, []string, error) {
 	if base.Properties()[PropRebaseAppends] == "false" {
 		return nil, nil, notRebaseable("the table sets %s=false", PropRebaseAppends)
@@ -77,9 +82,14 @@ func (a *api) rebaseAppend(ctx context.Context, wh *warehouse, base table.Metada
 	if r, ok := maps.Collect(base.Refs())[table.MainBranch]; ok {
 		headMain = &r
 	}
-	snap, props, err := pureAppend(updates, headMain)
+	snap, props, err := staleSnapshot(updates, headMain)
 	if err != nil {
 		return nil, nil, err
+	}
+	appendErr := pureAppend(snap)
+	rowLevel := appendErr != nil && rowLevelOperation(snap)
+	if appendErr != nil && !rowLevel {
+		return nil, nil, appendErr
 	}
 	if base.SnapshotByID(snap.SnapshotID) != nil {
 		// A retry of a commit that landed (its answer lost): adding it
@@ -107,6 +117,9 @@ func (a *api) rebaseAppend(ctx context.Context, wh *warehouse, base table.Metada
 	}
 	if _, err := wh.requireInside("manifest list", snap.ManifestList); err != nil {
 		return nil, nil, notRebaseable("manifest list %s is outside the warehouse", snap.ManifestList)
+	}
+	if rowLevel {
+		return a.rebaseRowLevel(ctx, wh, base, baseLoc, snap, parent, props)
 	}
 	spec := base.DefaultPartitionSpec()
 	res, err := tablemerge.CherryPick(ctx, checkedFiles{wh}, tablemerge.Request{
@@ -137,12 +150,11 @@ func (a *api) rebaseAppend(ctx context.Context, wh *warehouse, base table.Metada
 	return res.Builder, res.Written, nil
 }
 
-// pureAppend returns the snapshot of an update set that is exactly an
-// append: one add-snapshot of an append that removes nothing, main set
-// to it (keeping the retention headMain, main at the head, has: engines
-// send the retention of the main they loaded), and at most property
-// settings.
-func pureAppend(updates table.Updates, headMain *table.SnapshotRef) (*table.Snapshot, iceberg.Properties, error) {
+// staleSnapshot returns the snapshot of an update set that only adds a
+// snapshot to main: one add-snapshot, main set to it (keeping the
+// retention headMain, main at the head, has: engines send the retention of
+// the main they loaded), and at most property settings.
+func staleSnapshot(updates table.Updates, headMain *table.SnapshotRef) (*table.Snapshot, iceberg.Properties, error) {
 	var (
 		snap  *table.Snapshot
 		ref   *int64
@@ -194,16 +206,22 @@ func pureAppend(updates table.Updates, headMain *table.SnapshotRef) (*table.Snap
 	if snap == nil || ref == nil || *ref != snap.SnapshotID {
 		return nil, nil, notRebaseable("main is not moved to the added snapshot")
 	}
+	return snap, props, nil
+}
+
+// pureAppend reports why snap is not exactly an append (one that removes
+// nothing and adds no delete file); nil when it is.
+func pureAppend(snap *table.Snapshot) error {
 	if snap.Summary == nil || snap.Summary.Operation != table.OpAppend {
-		return nil, nil, notRebaseable("snapshot %d is not an append", snap.SnapshotID)
+		return notRebaseable("snapshot %d is not an append", snap.SnapshotID)
 	}
 	for _, k := range []string{"deleted-data-files", "deleted-records", "removed-delete-files", "added-delete-files",
 		"removed-position-deletes", "removed-equality-deletes", "added-position-deletes", "added-equality-deletes"} {
 		if v := snap.Summary.Properties[k]; v != "" && v != "0" {
-			return nil, nil, notRebaseable("snapshot %d has %s=%s", snap.SnapshotID, k, v)
+			return notRebaseable("snapshot %d has %s=%s", snap.SnapshotID, k, v)
 		}
 	}
-	return snap, props, nil
+	return nil
 }
 
 // sameRetention reports whether ref keeps the retention settings of
