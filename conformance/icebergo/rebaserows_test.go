@@ -193,9 +193,13 @@ func TestRowLevelRebaseConflicts(t *testing.T) {
 		want []row // rows after both (nil: the stale commit must fail)
 	}{
 		{name: "file removed meanwhile/copy-on-write", fv: "2",
-			head: func(t *testing.T, tbl *table.Table) { mustDelete(t, tbl, iceberg.EqualTo(iceberg.Reference("region"), "d2")) }},
+			head: func(t *testing.T, tbl *table.Table) {
+				mustDelete(t, tbl, iceberg.EqualTo(iceberg.Reference("region"), "d2"))
+			}},
 		{name: "file removed meanwhile/merge-on-read", fv: "2", props: iceberg.Properties{table.WriteDeleteModeKey: table.WriteModeMergeOnRead},
-			head: func(t *testing.T, tbl *table.Table) { mustDelete(t, tbl, iceberg.EqualTo(iceberg.Reference("region"), "d2")) }},
+			head: func(t *testing.T, tbl *table.Table) {
+				mustDelete(t, tbl, iceberg.EqualTo(iceberg.Reference("region"), "d2"))
+			}},
 		{name: "serializable/append to the same partition", fv: "2",
 			head: func(t *testing.T, tbl *table.Table) { appendRows(t, tbl, []row{{7, "d2", 7}}) }},
 		// Under snapshot isolation a new file in the partition does not
