@@ -36,7 +36,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		commits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "floe_iceberg_commits_total",
 			Help: "Iceberg commits through the REST API, by Iceberg operation and outcome: ok (committed as sent), " +
-				"rebased (a stale append re-parented by the server onto the table's new head and committed), " +
+				"rebased (a stale append or row-level commit re-parented by the server onto the table's new head and committed), " +
 				"conflict (answered 409 CommitFailedException: a requirement failed).",
 		}, []string{"operation", "outcome"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
