@@ -137,6 +137,7 @@ func (c *Classifier) classify(ctx context.Context, base, source, target *version
 		out.Class, out.Reason = FastForward, "both sides hold the same metadata"
 		return out, nil
 	}
+	src.structure = StructureConflict(baseMeta, srcMeta, tgtMeta)
 	decide(out, src, tgt, tgtMeta)
 	return out, nil
 }
@@ -151,8 +152,8 @@ func decide(out *Table, src, tgt *sideChanges, tgtMeta table.Metadata) {
 		out.Class, out.Reason = Structural, "the target's history has diverged: "+tgt.diverged
 		return
 	}
-	if n := len(out.Source.StructuralChanges); n > 0 {
-		out.Class, out.Reason = Structural, "the source changed the table's structure: "+strings.Join(out.Source.StructuralChanges, "; ")
+	if src.structure != "" {
+		out.Class, out.Reason = Structural, src.structure
 		return
 	}
 

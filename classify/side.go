@@ -20,7 +20,10 @@ import (
 type sideChanges struct {
 	// diverged, when set, says why the side's history does not descend
 	// from the base's snapshot.
-	diverged   string
+	diverged string
+	// structure, when set, says why the sides' structures cannot merge
+	// (StructureConflict; set on the source's changes).
+	structure  string
 	partitions map[Partition]bool
 	dataAdded  map[string]File
 	// removed holds data and delete files the side removed.

@@ -406,7 +406,7 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 		case why != "":
 			return refuse(why)
 		case f != nil:
-			out.Merged, out.Reason = true, "already merged: every snapshot of the source is on the target; carried its changes to the table's properties and refs"
+			out.Merged, out.Reason = true, "already merged: every snapshot of the source is on the target; carried its changes to the table's structure, properties and refs"
 			return out, icebergtable.TableContent(tgt.ID, f), nil
 		}
 		out.Merged, out.Reason = true, "already merged: every snapshot of the source is on the target"
@@ -447,9 +447,17 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 			}
 		}
 	}
+	// The source's schema, spec and sort order changes (schema.go).
+	head, why, err := e.headWithStructure(ctx, base, srcFile.Metadata, tgtFile.Metadata)
+	if err != nil || why != "" {
+		if err != nil {
+			return nil, nil, err
+		}
+		return refuse(why)
+	}
 	pctx, pspan := e.startSpan(ctx, "cherry-pick", attribute.Int("floe.picks", len(picks)))
 	cp, err := tablemerge.CherryPick(pctx, wh, tablemerge.Request{
-		Head: tgtFile.Metadata, HeadLocation: tgtFile.Location, Picks: picks, SourceRef: req.FromRef,
+		Head: head, HeadLocation: tgtFile.Location, Picks: picks, SourceRef: req.FromRef,
 	})
 	endSpan(pspan, err)
 	if cp != nil {

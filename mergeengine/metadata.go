@@ -63,7 +63,10 @@ func (e *Engine) carryMetadataOnly(ctx context.Context, wh *icebergtable.Warehou
 	if err != nil {
 		return nil, "", fmt.Errorf("carry metadata onto %s: %w", tgt.Location, err)
 	}
-	why, err := e.carryMetadata(ctx, base, src.Metadata, tgt.Metadata, &tablemerge.Result{Builder: b})
+	why, err := e.carryStructure(ctx, b, base, src.Metadata, tgt.Metadata)
+	if err == nil && why == "" {
+		why, err = e.carryMetadata(ctx, base, src.Metadata, tgt.Metadata, &tablemerge.Result{Builder: b})
+	}
 	if err != nil || why != "" || !b.HasChanges() {
 		return nil, why, err
 	}

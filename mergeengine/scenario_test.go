@@ -108,6 +108,8 @@ func (d *scenario) run(t *testing.T, td *datadriven.TestData) string {
 		return d.transplant(t, td)
 	case "rows":
 		return d.scanRows(t, td)
+	case "column":
+		return d.column(t, td)
 	case "snapshots":
 		return d.snapshots(t, td)
 	case "files":

@@ -21,8 +21,9 @@ import (
 // have been promoted to a long, or renamed): row i has the id ids[i]
 // where ids has one, else a fresh id (every row uses one up, so ids stay
 // unique across the scenario); n is the row's id, but null in the first
-// nulls rows.
-func (l *Lake) rows(t *testing.T, tbl *table.Table, day time.Time, n int, ids []int64, nulls int) arrow.Table {
+// nulls rows. Further columns are null, but a string column set names
+// (set[column] = value).
+func (l *Lake) rows(t *testing.T, tbl *table.Table, day time.Time, n int, ids []int64, nulls int, set map[string]string) arrow.Table {
 	t.Helper()
 	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
 	if err != nil {
@@ -53,6 +54,11 @@ func (l *Lake) rows(t *testing.T, tbl *table.Table, day time.Time, n int, ids []
 			}
 		}
 		for i := 3; i < sc.NumFields(); i++ {
+			v, ok := set[sc.Field(i).Name]
+			if f, isString := b.Field(i).(*array.StringBuilder); ok && isString {
+				f.Append(v)
+				continue
+			}
 			b.Field(i).AppendNull()
 		}
 	}
@@ -62,9 +68,11 @@ func (l *Lake) rows(t *testing.T, tbl *table.Table, day time.Time, n int, ids []
 }
 
 // Append runs `append on=BRANCH table=T day=D rows=N [ids=I,...]
-// [nulls=K]` on tbl (the command's table, loaded): N new rows at noon of
-// day D, the first of them with the ids given, the first K with a null n,
-// in one snapshot whose summary has snap's properties.
+// [nulls=K] [set=COLUMN:VALUE]` on tbl (the command's table, loaded): N
+// new rows at noon of day D, the first of them with the ids given, the
+// first K with a null n, the string column COLUMN (one added by alter)
+// set to VALUE in every row, in one snapshot whose summary has snap's
+// properties.
 func (l *Lake) Append(t *testing.T, td *datadriven.TestData, tbl *table.Table, snap iceberg.Properties) {
 	var ids []int64
 	if s := OptArg(td, "ids", ""); s != "" {
@@ -78,7 +86,12 @@ func (l *Lake) Append(t *testing.T, td *datadriven.TestData, tbl *table.Table, s
 	}
 	n := number(t, td, "rows", Arg(t, td, "rows"))
 	nulls := number(t, td, "nulls", OptArg(td, "nulls", "0"))
-	at := l.rows(t, tbl, DayStart(t, td), n, ids, nulls)
+	var set map[string]string
+	if s := OptArg(td, "set", ""); s != "" {
+		col, v, _ := strings.Cut(s, ":")
+		set = map[string]string{col: v}
+	}
+	at := l.rows(t, tbl, DayStart(t, td), n, ids, nulls, set)
 	defer at.Release()
 	if _, err := tbl.AppendTable(t.Context(), at, 1024, snap); err != nil {
 		td.Fatalf(t, "append: %v", err)
@@ -90,7 +103,7 @@ func (l *Lake) Append(t *testing.T, td *datadriven.TestData, tbl *table.Table, s
 // has snap's properties.
 func (l *Lake) Overwrite(t *testing.T, td *datadriven.TestData, tbl *table.Table, snap iceberg.Properties) {
 	day := DayStart(t, td)
-	at := l.rows(t, tbl, day, number(t, td, "rows", Arg(t, td, "rows")), nil, 0)
+	at := l.rows(t, tbl, day, number(t, td, "rows", Arg(t, td, "rows")), nil, 0, nil)
 	defer at.Release()
 	tx := tbl.NewTransaction()
 	if err := tx.OverwriteTable(t.Context(), at, 1024, snap, table.WithOverwriteFilter(DayFilter(day))); err != nil {
