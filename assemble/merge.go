@@ -42,7 +42,20 @@ func (m floePlanner) PlanMerge(ctx context.Context, req versionstore.MergeReques
 	for _, t := range res.Tables {
 		out = append(out, floeapi.PlannedTable{Key: t.Key, Classification: t.Classification, Merged: t.Merged, Picked: len(t.Picked), Reason: t.Reason})
 	}
+	ds, derr := m.e.Discards(ctx, req, res.MergeResult)
+	if derr != nil {
+		return nil, nil, derr
+	}
+	for _, d := range ds {
+		out = append(out, floeapi.PlannedTable{Key: d.Key, Merged: true, Reason: forcedReason(d), Discard: &d})
+	}
 	return res.MergeResult, out, err
+}
+
+// forcedReason is what a merge does with a table it takes whole from the
+// source (FORCE) although the target changed it.
+func forcedReason(d classify.Discard) string {
+	return "force: takes the source's version of the table whole and " + d.Summary
 }
 
 // nessieMerger gives the Nessie API the engine's outcomes in its own
@@ -54,7 +67,18 @@ func (m nessieMerger) MergeTables(ctx context.Context, req versionstore.MergeReq
 	if res == nil {
 		return nil, nil, err
 	}
-	return res.MergeResult, nessieOutcomes(res.Tables), err
+	outs := nessieOutcomes(res.Tables)
+	if req.DryRun {
+		// A dry run also says what FORCE would throw away of the target.
+		ds, derr := m.e.Discards(ctx, req, res.MergeResult)
+		if derr != nil {
+			return nil, nil, derr
+		}
+		for _, d := range ds {
+			outs = append(outs, nessie.TableOutcome{Key: d.Key, Merged: true, Reason: forcedReason(d), Discard: &d})
+		}
+	}
+	return res.MergeResult, outs, err
 }
 
 func (m nessieMerger) TransplantTables(ctx context.Context, req versionstore.TransplantRequest) (*versionstore.MergeResult, []nessie.TableOutcome, error) {

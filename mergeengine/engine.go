@@ -415,7 +415,7 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 
 	switch c.Class {
 	case classify.Structural:
-		return refuse(c.Reason + " (never merged automatically; merge the table with FORCE to take the source's version)")
+		return refuse(c.Reason + structuralAdvice(key, c, req))
 	case classify.FileConflict:
 		// Replayed below when the source recorded its operations
 		// (replay.go); refused otherwise.

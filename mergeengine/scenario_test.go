@@ -104,6 +104,8 @@ func (d *scenario) run(t *testing.T, td *datadriven.TestData) string {
 		d.policy.mu.Unlock()
 	case "merge":
 		return d.merge(t, td)
+	case "force-plan":
+		return d.forcePlan(t, td)
 	case "transplant":
 		return d.transplant(t, td)
 	case "rows":

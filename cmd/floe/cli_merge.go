@@ -19,6 +19,9 @@ type mergeFlags struct {
 	modes       []string
 	defaultMode string
 	message     string
+	// discardTarget allows a FORCE that discards the target's changes
+	// (cli_force.go).
+	discardTarget bool
 }
 
 func (m *mergeFlags) register(cmd *cobra.Command) {
@@ -83,7 +86,8 @@ func (m *mergeFlags) target(ctx context.Context, cl *nessieclient.Client) (*ness
 func newMergeCommand() *cobra.Command {
 	f := &clientFlags{}
 	m := &mergeFlags{}
-	cmd := &cobra.Command{
+	var cmd *cobra.Command
+	cmd = &cobra.Command{
 		Use:   "merge SRC",
 		Short: "Merge a reference into a branch",
 		Long: "Merge the commits of SRC (a branch, tag, name@hash or @hash) that the target\n" +
@@ -96,7 +100,10 @@ func newMergeCommand() *cobra.Command {
 			"do: each Iceberg table changed on both sides is classified (disjoint,\n" +
 			"partition-overlap, file-conflict, structural) with the partitions and files\n" +
 			"each side touched, and what the merge does with it (cherry-pick N snapshots,\n" +
-			"or refuse and why); the dry run fails when the merge would.",
+			"or refuse and why); the dry run fails when the merge would.\n" +
+			"FORCE on a table the target changed since the merge base discards the\n" +
+			"target's snapshots, files and rows; the dry run lists them, and the merge\n" +
+			"runs only with --discard-target-changes or when confirmed on a terminal.",
 		Args: cobra.ExactArgs(1),
 		RunE: f.run(func(ctx context.Context, cl *nessieclient.Client, out io.Writer, args []string) error {
 			var req nessieclient.MergeRequest
@@ -111,6 +118,11 @@ func newMergeCommand() *cobra.Command {
 			target, err := m.target(ctx, cl)
 			if err != nil {
 				return err
+			}
+			if forces(req) && !m.dryRun {
+				if err := confirmForce(ctx, cl, cmd.InOrStdin(), cmd.ErrOrStderr(), m.discardTarget, args[0], target, req); err != nil {
+					return err
+				}
 			}
 			// A dry run shows what the merge would do, floe's
 			// classification of each table changed on both sides included,
@@ -133,6 +145,8 @@ func newMergeCommand() *cobra.Command {
 	f.register(cmd)
 	m.register(cmd)
 	cmd.Flags().StringVarP(&m.message, "message", "m", "", "message of the merge commit")
+	cmd.Flags().BoolVar(&m.discardTarget, "discard-target-changes", false,
+		"with FORCE, discard what the target changed in the forced tables since the merge base (without it, floe asks on a terminal or refuses)")
 	return cmd
 }
 
@@ -204,7 +218,13 @@ func printMerge(out io.Writer, asJSON, dryRun bool, what string, target *nessiec
 	if err := t.flush(); err != nil {
 		return err
 	}
-	return printClassifications(out, res)
+	if err := printClassifications(out, res); err != nil {
+		return err
+	}
+	if ds := discards(res); len(ds) > 0 {
+		printDiscards(out, target.Name, ds)
+	}
+	return nil
 }
 
 // conflictList names each conflicting key with its conflict type.

@@ -353,7 +353,13 @@ func TestCLI(t *testing.T) {
 		if e.head("main") != before {
 			t.Error("a conflicting merge moved main")
 		}
-		e.ok(t, "merge", "c1", "--mode", "db.t1=FORCE")
+		// FORCE discards main's change to db.t1, which floe cannot read
+		// here (no metadata file): refused until allowed.
+		e.fails(t, []string{"merge", "c1", "--mode", "db.t1=FORCE"}, "db.t1", "could not read", "--discard-target-changes")
+		if e.head("main") != before {
+			t.Error("a FORCE merge refused by the CLI moved main")
+		}
+		e.ok(t, "merge", "c1", "--mode", "db.t1=FORCE", "--discard-target-changes")
 		out := e.ok(t, "show", "main:db.t1")
 		if !strings.Contains(out, "db.t1/v2.metadata.json") {
 			t.Errorf("FORCE merge did not take c1's db.t1:\n%s", out)

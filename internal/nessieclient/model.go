@@ -168,10 +168,34 @@ type MergeDetail struct {
 
 // TableMerge is what a merge does with a table both sides changed.
 type TableMerge struct {
-	// Action is "cherry-pick", "already-merged" or "refuse".
-	Action    string `json:"action"`
-	Snapshots int    `json:"snapshots"`
-	Reason    string `json:"reason"`
+	// Action is "cherry-pick", "already-merged", "refuse", or "force"
+	// (the key's merge behavior is FORCE and the target changed the
+	// table: Discards says what the merge throws away of the target).
+	Action    string   `json:"action"`
+	Snapshots int      `json:"snapshots"`
+	Reason    string   `json:"reason"`
+	Discards  *Discard `json:"discards,omitempty"`
+}
+
+// Discard is what a merge that takes the source's version of a table
+// whole (FORCE) throws away of the target since the merge base (floe's
+// classify.Discard, the parts the CLI shows).
+type Discard struct {
+	Key       []string `json:"key"`
+	Snapshots []struct {
+		SnapshotID  int64  `json:"snapshotId"`
+		Operation   string `json:"operation"`
+		TimestampMs int64  `json:"timestampMs"`
+	} `json:"snapshots"`
+	DataFiles          FileChangeCounts `json:"dataFiles"`
+	DeleteFiles        FileChangeCounts `json:"deleteFiles"`
+	StructuralChanges  []string         `json:"structuralChanges"`
+	TargetDropped      bool             `json:"targetDropped"`
+	SourceDropped      bool             `json:"sourceDropped"`
+	TargetTotalRecords int64            `json:"targetTotalRecords"`
+	Diverged           string           `json:"diverged"`
+	Unreadable         string           `json:"unreadable"`
+	Summary            string           `json:"summary"`
 }
 
 // Classification is what floe found two branches did to an Iceberg table

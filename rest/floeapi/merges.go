@@ -30,6 +30,10 @@ type PlannedTable struct {
 	Merged bool
 	Picked int
 	Reason string
+	// Discard, for a table the plan takes whole from the source (asked
+	// with force) although the target changed it, is what of the target
+	// the merge would throw away; Classification is nil then.
+	Discard *tableclass.Discard
 }
 
 func (a *API) mergeRoutes() []route {
@@ -44,6 +48,9 @@ type mergePlanRequest struct {
 	// Target is the branch merged into, optionally branch@hash to plan
 	// against that head (a stale hash is a conflict, as in a merge).
 	Target string `json:"target"`
+	// Force are keys the merge would take whole from the source (merge
+	// behavior FORCE): the plan says what each throws away of the target.
+	Force [][]string `json:"force"`
 }
 
 // MergePlan is the answer of POST /merge-plans, documented in
@@ -81,12 +88,17 @@ type KeyConflict struct {
 // PlannedTableJSON is PlannedTable as answered.
 type PlannedTableJSON struct {
 	Key []string `json:"key"`
-	// Action is cherry-pick, already-merged or refuse.
+	// Action is cherry-pick, already-merged, refuse, or force (a key in
+	// the request's force that the target changed too).
 	Action    string `json:"action"`
 	Snapshots int    `json:"snapshots"`
 	Reason    string `json:"reason"`
 	// Classification is the merge classification (classify/README.md).
 	Classification *tableclass.Table `json:"classification,omitempty"`
+	// Discards is, for action force, what of the target the merge would
+	// throw away: its snapshots since the merge base, their files and
+	// rows.
+	Discards *tableclass.Discard `json:"discards,omitempty"`
 }
 
 // planMerge is POST /merge-plans: a dry run through the merge engine,
@@ -123,6 +135,12 @@ func (a *API) planMerge(r *http.Request) (any, error) {
 	if src.Ref != nil {
 		req.FromRef = src.Ref.Name
 	}
+	for _, k := range body.Force {
+		if len(k) == 0 {
+			return nil, badRequest("force: a key needs at least one element")
+		}
+		req.KeyModes = append(req.KeyModes, versionstore.KeyMergeMode{Key: versionstore.ContentKey(k), Behavior: versionstore.MergeForce})
+	}
 	if expected != "" {
 		res, err := a.store.Resolve(ctx, branch+"@"+expected)
 		if err != nil {
@@ -158,13 +176,15 @@ func (a *API) planMerge(r *http.Request) (any, error) {
 	for _, t := range tables {
 		action := "refuse"
 		switch {
+		case t.Discard != nil:
+			action = "force"
 		case t.Merged && t.Picked > 0:
 			action = "cherry-pick"
 		case t.Merged:
 			action = "already-merged"
 		}
 		plan.Tables = append(plan.Tables, PlannedTableJSON{Key: []string(t.Key), Action: action, Snapshots: t.Picked,
-			Reason: t.Reason, Classification: t.Classification})
+			Reason: t.Reason, Classification: t.Classification, Discards: t.Discard})
 	}
 	return plan, nil
 }

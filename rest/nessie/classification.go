@@ -144,20 +144,29 @@ type TableOutcome struct {
 	Merged         bool              // merged (or, in a dry run, mergeable)
 	Reason         string            // what was merged, or why it was refused
 	Picked         int               // snapshots cherry-picked onto the target
+	// Discard, for a table the merge takes whole from the source (merge
+	// behavior FORCE) although the target changed it, is what of the
+	// target that throws away; Classification is nil then.
+	Discard *tableclass.Discard
 }
 
 // floeMergeJSON is a detail's floeMerge: what the merge does with the
 // table (given with floeClassification).
 type floeMergeJSON struct {
 	// Action is "cherry-pick", "already-merged" (everything the source
-	// added is on the target) or "refuse".
-	Action    string `json:"action"`
-	Snapshots int    `json:"snapshots"`
-	Reason    string `json:"reason"`
+	// added is on the target), "refuse", or "force" (the key's merge
+	// behavior is FORCE and the target changed the table: Discards says
+	// what of the target the merge throws away).
+	Action    string              `json:"action"`
+	Snapshots int                 `json:"snapshots"`
+	Reason    string              `json:"reason"`
+	Discards  *tableclass.Discard `json:"discards,omitempty"`
 }
 
 func floeMerge(o TableOutcome) *floeMergeJSON {
 	switch {
+	case o.Discard != nil:
+		return &floeMergeJSON{Action: "force", Reason: o.Reason, Discards: o.Discard}
 	case !o.Merged:
 		return &floeMergeJSON{Action: "refuse", Reason: o.Reason}
 	case o.Picked == 0:
@@ -165,6 +174,17 @@ func floeMerge(o TableOutcome) *floeMergeJSON {
 	default:
 		return &floeMergeJSON{Action: "cherry-pick", Snapshots: o.Picked, Reason: o.Reason}
 	}
+}
+
+// decided reports whether the merge engine decided on some table changed
+// on both sides (a forced table's report is not a decision).
+func decided(outcomes []TableOutcome) bool {
+	for _, o := range outcomes {
+		if o.Discard == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // attachOutcomes puts each table's classification and outcome into its

@@ -355,7 +355,7 @@ func (a *api) merge(r *http.Request) (any, error) {
 		res, outcomes, err = a.merger.MergeTables(r.Context(), req)
 	}
 	var tables map[string]*tableclass.Table
-	if body.DryRun && len(outcomes) == 0 {
+	if body.DryRun && !decided(outcomes) {
 		// No table was decided by the engine (there is none, or a
 		// conflict it does not resolve fails the merge): classify the
 		// conflicting tables for the report.
