@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/floe-catalog/floe/classify"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -139,16 +140,16 @@ func tableLineage(vd *verdict, s *tableScan) {
 // rule or the request allows it.
 func (v *Validator) checkSchema(c Candidate, a *analysis) CheckResult {
 	var vd verdict
-	for i, s := range a.tables {
+	for _, s := range a.tables {
 		if s.before == nil || s.after == nil {
 			continue // created or dropped: no structure to keep
 		}
-		changes := s.cls.Source.StructuralChanges
+		changes := classify.StructureChanges(s.tgtMeta, s.candMeta)
 		if len(changes) == 0 {
 			continue
 		}
 		name := keyName(s.key)
-		desc := strings.Join(changes, "; ")
+		desc := changeTexts(changes, nil)
 		if c.AllowStructural {
 			vd.note("table %s: %s (allowed by the request)", name, desc)
 			continue
@@ -157,8 +158,8 @@ func (v *Validator) checkSchema(c Candidate, a *analysis) CheckResult {
 		case SchemaAllow:
 			vd.note("table %s: %s (allowed by %s=allow)", name, desc, PropSchemaChanges)
 		case SchemaAdditive:
-			if bad := nonAdditive(s, a.summary.Tables[i]); len(bad) > 0 {
-				vd.fail("table %s: %s (%s=additive allows only new optional columns)", name, strings.Join(bad, "; "), PropSchemaChanges)
+			if bad := changeTexts(changes, func(c classify.StructureChange) bool { return !c.Additive }); bad != "" {
+				vd.fail("table %s: %s (%s=additive allows only new optional columns)", name, bad, PropSchemaChanges)
 			} else {
 				vd.note("table %s: %s (additive)", name, desc)
 			}
@@ -171,27 +172,16 @@ func (v *Validator) checkSchema(c Candidate, a *analysis) CheckResult {
 	return vd.result(CheckSchema, "no schema, spec or sort-order change")
 }
 
-// nonAdditive lists the structural changes that are not a new optional
-// column (with the new current schema that carries it).
-func nonAdditive(s *tableScan, t TableSummary) []string {
-	var bad []string
-	bad = append(bad, t.SpecChanges...)
-	bad = append(bad, t.SortOrderChanges...)
-	bad = append(bad, t.OtherStructuralChanges...)
-	sc := s.candMeta.CurrentSchema()
-	for _, c := range t.SchemaChanges {
-		if strings.HasPrefix(c, "current schema ") {
-			continue
+// changeTexts joins the texts of the changes keep holds (all of them
+// without keep).
+func changeTexts(changes []classify.StructureChange, keep func(classify.StructureChange) bool) string {
+	var texts []string
+	for _, c := range changes {
+		if keep == nil || keep(c) {
+			texts = append(texts, c.Text)
 		}
-		var id int
-		if _, err := fmt.Sscanf(c, "column %d ", &id); err == nil && strings.Contains(c, " added (") {
-			if f, ok := sc.FindFieldByID(id); ok && !f.Required {
-				continue
-			}
-		}
-		bad = append(bad, c)
 	}
-	return bad
+	return strings.Join(texts, "; ")
 }
 
 // checkRowCount: thresholds on the records of the touched partitions.

@@ -290,16 +290,16 @@ func tableSummary(s *tableScan) TableSummary {
 		ps.RecordsAfter = ps.RecordsBefore + ps.AddedRecords - ps.RemovedRecords
 		t.Partitions = append(t.Partitions, *ps)
 	}
-	for _, c := range src.StructuralChanges {
-		switch {
-		case strings.HasPrefix(c, "column "), strings.HasPrefix(c, "current schema"), strings.HasPrefix(c, "identifier fields"):
-			t.SchemaChanges = append(t.SchemaChanges, c)
-		case strings.HasPrefix(c, "partition spec"):
-			t.SpecChanges = append(t.SpecChanges, c)
-		case strings.HasPrefix(c, "sort order"):
-			t.SortOrderChanges = append(t.SortOrderChanges, c)
+	for _, c := range classify.StructureChanges(s.tgtMeta, s.candMeta) {
+		switch c.Kind {
+		case classify.StructureSchema:
+			t.SchemaChanges = append(t.SchemaChanges, c.Text)
+		case classify.StructureSpec:
+			t.SpecChanges = append(t.SpecChanges, c.Text)
+		case classify.StructureSortOrder:
+			t.SortOrderChanges = append(t.SortOrderChanges, c.Text)
 		default:
-			t.OtherStructuralChanges = append(t.OtherStructuralChanges, c)
+			t.OtherStructuralChanges = append(t.OtherStructuralChanges, c.Text)
 		}
 	}
 	return t

@@ -72,8 +72,11 @@ func BenchmarkSeedDay(b *testing.B) {
 			b.ReportMetric(float64(res.lost), "lost-rows")
 			b.ReportMetric(float64(res.dupes), "duplicate-rows")
 			b.ReportMetric(float64(res.review), "in-review")
-			if res.structuralOnMain {
-				b.Errorf("%s: the structural change reached main without review", mode)
+			// Through the queue the schema change waits for review (the
+			// default rules); a direct merge lands it, as the merge engine
+			// merges a compatible change made on one side.
+			if res.structuralOnMain && mode == "queue" {
+				b.Errorf("%s: the schema change reached main without review", mode)
 			}
 			b.Logf("%s: %d published in %.2fs (%.1f/s), wait p50 %.2fs p99 %.2fs, %d retries, %d failures, %d in review, %d rows lost, %d duplicated",
 				mode, len(res.waits), res.elapsed.Seconds(), res.throughput(), res.percentile(0.5), res.percentile(0.99),
@@ -105,7 +108,7 @@ type dayResult struct {
 	published           map[string]bool // branch → landed
 	retries, failures   int
 	review, lost, dupes int
-	// structuralOnMain: the schema change reached main without review.
+	// structuralOnMain: the schema change reached main.
 	structuralOnMain bool
 }
 

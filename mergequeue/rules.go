@@ -34,6 +34,15 @@ type Rules struct {
 	// MaxBatch bounds the requests merged onto one candidate and landed
 	// in one durable write. Zero is 8; 1 turns batching off.
 	MaxBatch int `json:"maxBatch,omitzero"`
+	// SchemaChanges says what the queue does with a request that changes
+	// a table's schema, partition spec or sort order: "review" (the
+	// default, "") waits for a reviewer's approval, then merges it as the
+	// merge engine does (a change on one side merges; one on both sides
+	// fails); "merge" merges it at once, and the validator decides
+	// (mergecheck's schema check by the target table's
+	// floe.check.schema-changes). A request that drops or replaces a
+	// table is always reviewed.
+	SchemaChanges string `json:"schemaChanges,omitempty"`
 	// Prefixes are the rules by source branch prefix; the longest prefix
 	// that matches the source's name applies. A source no rule matches
 	// is of class "other" with the zero rule's settings except Batch,
@@ -61,6 +70,12 @@ type PrefixRule struct {
 	// "merged/{source}".
 	Tag string `json:"tag,omitempty"`
 }
+
+// Values of Rules.SchemaChanges.
+const (
+	SchemaChangesReview = "review"
+	SchemaChangesMerge  = "merge"
+)
 
 // DefaultRules are the queue's rules without a configuration file, after
 // the seed's "Branch Hygiene": ingestion and transformation branches are
@@ -106,6 +121,11 @@ func LoadRules(path string) (Rules, error) {
 func (r Rules) Validate() error {
 	if r.MaxBatch < 0 || r.AgeLimit < 0 {
 		return fmt.Errorf("maxBatch and ageLimit cannot be negative")
+	}
+	switch r.SchemaChanges {
+	case "", SchemaChangesReview, SchemaChangesMerge:
+	default:
+		return fmt.Errorf("schemaChanges %q: review or merge", r.SchemaChanges)
 	}
 	for _, b := range r.Protected {
 		if err := versionstore.ValidateRefName(b); err != nil {

@@ -544,12 +544,12 @@ func (q *Queue) build(ctx context.Context, target, cand string, head versionstor
 			continue
 		}
 		m := &member{id: id}
-		structural, err := q.classifyChanges(ctx, candHead, changes, m)
+		review, err := q.classifyChanges(ctx, candHead, changes, m)
 		if err != nil {
 			return nil, err
 		}
-		if structural != "" && !r.Approved {
-			q.toReview(ctx, id, m, structural)
+		if review != "" && !r.Approved {
+			q.toReview(ctx, id, m, review)
 			continue
 		}
 		req := versionstore.MergeRequest{
@@ -573,14 +573,16 @@ func (q *Queue) build(ctx context.Context, target, cand string, head versionstor
 		case err != nil:
 			code := "conflict"
 			if re, ok := errors.AsType[*mergeengine.RefusedError](err); ok {
+				// A table the engine classified structural (both sides
+				// changed its structure, an incompatible change, a
+				// diverged history) fails like any refusal, approved or
+				// not: no approval makes the merge exist, and the queue
+				// never lands anything but the engine's merge (never the
+				// source's table whole). The request keeps the refused
+				// tables' classes.
 				code = "refused"
-				// A table the engine classified structural (the source
-				// changed its structure, or a side's history diverged)
-				// is a review, unless one was had already.
-				if why := structuralRefusal(re); why != "" && !r.Approved {
-					q.toReview(ctx, id, m, why)
-					continue
-				}
+				m.engineClasses(re.Tables)
+				q.classified(ctx, id, m)
 			} else if errors.Is(err, versionstore.ErrInvalid) {
 				// The store refuses the merge as asked: it never will
 				// succeed, so it fails alone instead of being retried
@@ -618,14 +620,18 @@ var classRank = map[string]int{ClassFastForward: 0, ClassCherryPick: 1, ClassReb
 
 // classifyChanges classifies each table a request changes, against the
 // candidate's head, as far as that needs no file read, fills m's
-// classification, and returns why the request is structural ("" if it is
-// not). The ids of schema, spec and sort order of the source's table are
-// compared with the merge base's directly (the seed's "compare the
-// schema id, not just the summary"), so a structural change is caught
-// even when the target never changed the table (a fast-forward, which
-// the merge engine does not classify) and its metadata is unreadable. A
-// table the target changed too is classified by the merge engine, which
-// reads both sides (engineClasses); until then it counts as a
+// classification, and returns why the request needs a reviewer's
+// approval ("" if it does not): the source dropped or replaced a table,
+// or (unless the rules say schemaChanges "merge") changed a table's
+// schema, partition spec or sort order. Structure changes are read from
+// the ids of the source's table against the merge base's
+// (classify.StructureChangedIDs: the seed's "compare the schema id, not
+// just the summary"), so one is caught even when the target never
+// changed the table (a fast-forward, which the merge engine does not
+// classify) and its metadata is unreadable. A structure change is not in
+// itself a class: a change on one side merges (the engine carries it) and
+// a table the target changed too is classified by the merge engine,
+// which reads both sides (engineClasses); until then it counts as a
 // cherry-pick.
 func (q *Queue) classifyChanges(ctx context.Context, candHead versionstore.Hash, changes []versionstore.DiffEntry, m *member) (string, error) {
 	var keys []versionstore.ContentKey
@@ -638,23 +644,40 @@ func (q *Queue) classifyChanges(ctx context.Context, candHead versionstore.Hash,
 	if err != nil {
 		return "", fmt.Errorf("read the target's tables: %w", err)
 	}
-	var structural []string
+	var review []string
 	for _, d := range changes {
 		if !slices.ContainsFunc(keys, func(k versionstore.ContentKey) bool { return slices.Equal(k, d.Key) }) {
 			continue
 		}
 		name := d.Key.String()
 		t := apidoc.MergeRequestTable{Table: name, Class: ClassFastForward, Reason: "only the source changed the table"}
-		if why := structuralIDs(d.From, d.To); why != "" {
-			t.Class, t.Reason = ClassStructural, why
-			structural = append(structural, name+": "+why)
-		} else if tgt := targets[string(d.Key.Encode())]; !tgt.Equal(d.From) && !tgt.Equal(d.To) {
+		if tgt := targets[string(d.Key.Encode())]; !tgt.Equal(d.From) && !tgt.Equal(d.To) {
 			t.Class, t.Reason = ClassCherryPick, "both sides changed the table"
+		}
+		if why := q.needsReview(d.From, d.To); why != "" {
+			t.Reason += "; " + why
+			review = append(review, name+": "+why)
 		}
 		m.tables = append(m.tables, t)
 	}
 	m.rank()
-	return strings.Join(structural, "; "), nil
+	return strings.Join(review, "; "), nil
+}
+
+// needsReview says why the source's change of a table needs a reviewer's
+// approval ("" if it does not).
+func (q *Queue) needsReview(base, source *versionstore.Content) string {
+	if base == nil || base.Type != versionstore.IcebergTable {
+		return "" // created on the source
+	}
+	if source == nil {
+		return "the source dropped the table"
+	}
+	why := classify.StructureChangedIDs(base, source)
+	if why == "" || (q.rules.SchemaChanges == SchemaChangesMerge && base.UUID == source.UUID) {
+		return ""
+	}
+	return why
 }
 
 // engineClasses takes the merge engine's classification of the tables
@@ -686,44 +709,8 @@ func (m *member) rank() {
 	}
 }
 
-// structuralRefusal says why a refusal is structural ("" if no refused
-// table is).
-func structuralRefusal(re *mergeengine.RefusedError) string {
-	var why []string
-	for _, t := range re.Tables {
-		if t.Classification != nil && t.Classification.Class == classify.Structural {
-			why = append(why, t.Key.String()+": "+t.Classification.Reason)
-		}
-	}
-	return strings.Join(why, "; ")
-}
-
-// structuralIDs says why a change of a table's content is structural by
-// its ids alone: schema, partition spec or sort order changed, or the
-// table was replaced by another (a new UUID), or dropped.
-func structuralIDs(base, source *versionstore.Content) string {
-	switch {
-	case base == nil || base.Type != versionstore.IcebergTable:
-		return "" // created on the source
-	case source == nil:
-		return "the source dropped the table"
-	case base.UUID != "" && source.UUID != "" && base.UUID != source.UUID:
-		return "the source replaced the table (new table UUID)"
-	case base.SchemaID != source.SchemaID:
-		return fmt.Sprintf("the source changed the schema (id %d to %d)", base.SchemaID, source.SchemaID)
-	case base.SpecID != source.SpecID:
-		return fmt.Sprintf("the source changed the partition spec (id %d to %d)", base.SpecID, source.SpecID)
-	case base.SortOrderID != source.SortOrderID:
-		return fmt.Sprintf("the source changed the sort order (id %d to %d)", base.SortOrderID, source.SortOrderID)
-	}
-	return ""
-}
-
 // queueClass names a table's classification as the queue reports it.
 func queueClass(t *classify.Table) string {
-	if len(t.Source.StructuralChanges) > 0 {
-		return ClassStructural
-	}
 	switch t.Class {
 	case classify.Disjoint, classify.PartitionOverlap:
 		return ClassCherryPick
@@ -735,18 +722,32 @@ func queueClass(t *classify.Table) string {
 	return ClassFastForward
 }
 
-// toReview sends a structural request to review.
+// toReview sends a request whose change needs approval to review.
 func (q *Queue) toReview(ctx context.Context, id string, m *member, why string) {
 	_, err := q.change(context.WithoutCancel(ctx), id, func(r *Request) error {
 		if r.State != StateValidating {
 			return errRequestChanged
 		}
-		r.Classification, r.TableClasses = ClassStructural, m.tables
-		q.transition(r, StateReview, "", "structural change, needs review: "+why, q.principal, "")
+		r.Classification, r.TableClasses = m.class, m.tables
+		q.transition(r, StateReview, "", "needs review: "+why, q.principal, "")
 		return nil
 	})
 	if err != nil && !errors.Is(err, errRequestChanged) {
 		q.logger.WarnContext(ctx, "merge queue: cannot route a request to review", "id", id, "err", err)
+	}
+}
+
+// classified records m's classification on its request.
+func (q *Queue) classified(ctx context.Context, id string, m *member) {
+	_, err := q.change(context.WithoutCancel(ctx), id, func(r *Request) error {
+		if r.State != StateValidating {
+			return errRequestChanged
+		}
+		r.Classification, r.TableClasses = m.class, m.tables
+		return nil
+	})
+	if err != nil && !errors.Is(err, errRequestChanged) {
+		q.logger.WarnContext(ctx, "merge queue: cannot record a request's classification", "id", id, "err", err)
 	}
 }
 
