@@ -121,7 +121,7 @@ def test_catalog_branches_appending_to_one_table_merge(spark, floe: FloeServer) 
     assert picked == [("append", branch)], picked
 
 
-def test_structural_change_on_a_branch_is_not_merged(spark, floe: FloeServer) -> None:
+def test_schema_change_on_a_branch_merges(spark, floe: FloeServer) -> None:
     ns = f"schema_{uuid.uuid4().hex[:8]}"
     branch = f"side_{uuid.uuid4().hex[:6]}"
     spark.sql(f"CREATE NAMESPACE floe.{ns}")
@@ -134,16 +134,45 @@ def test_structural_change_on_a_branch_is_not_merged(spark, floe: FloeServer) ->
     spark.sql(f"ALTER TABLE {branch}.{ns}.orders ADD COLUMN note STRING")
     spark.sql(f"INSERT INTO {branch}.{ns}.orders VALUES (2, 'games', 20.0, 'new')")
     spark.sql(f"INSERT INTO floe.{ns}.orders VALUES (3, 'music', 30.0)")
-    # A schema change is never merged automatically: the merge is refused,
-    # names the table, and changes nothing on either side.
+    # A compatible schema change on one side merges with both sides' rows:
+    # main takes the branch's schema, and its own rows, written before the
+    # column existed, read it as null.
+    floe.cli("merge", branch, "--into", "main")
+    assert rows(spark, f"SELECT id, category, note FROM floe.{ns}.orders") == [
+        (1, "books", None), (2, "games", "new"), (3, "music", None),
+    ]  # fmt: skip
+    # main writes with the new column from now on.
+    spark.sql(f"INSERT INTO floe.{ns}.orders VALUES (4, 'books', 40.0, 'main')")
+    assert rows(spark, f"SELECT id, note FROM floe.{ns}.orders WHERE note IS NOT NULL") == [(2, "new"), (4, "main")]
+    assert rows(spark, f"SELECT id FROM {branch}.{ns}.orders") == [(1,), (2,)]
+
+
+def test_schema_change_on_both_sides_is_not_merged(spark, floe: FloeServer) -> None:
+    ns = f"schema_{uuid.uuid4().hex[:8]}"
+    branch = f"side_{uuid.uuid4().hex[:6]}"
+    spark.sql(f"CREATE NAMESPACE floe.{ns}")
+    create_orders(spark, f"floe.{ns}.orders")
+    spark.sql(f"INSERT INTO floe.{ns}.orders VALUES (1, 'books', 10.0)")
+    main = floe.nessie("GET", "/trees/main")["reference"]
+    floe.nessie("POST", f"/trees?name={branch}&type=BRANCH", main)
+    add_catalog(spark, floe, branch, f"lake@{branch}")
+
+    spark.sql(f"ALTER TABLE {branch}.{ns}.orders ADD COLUMN note STRING")
+    spark.sql(f"INSERT INTO {branch}.{ns}.orders VALUES (2, 'games', 20.0, 'new')")
+    spark.sql(f"ALTER TABLE floe.{ns}.orders ADD COLUMN region STRING")
+    spark.sql(f"INSERT INTO floe.{ns}.orders VALUES (3, 'music', 30.0, 'eu')")
+    # Both sides changed the schema (each added a column, under the same
+    # field id): structural. The merge is refused, names the table, and
+    # changes nothing on either side.
     proc = subprocess.run(
         [str(floe.bin), "merge", branch, "--into", "main", "--server", floe.uri],
         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
     )  # fmt: skip
+    out = proc.stdout + proc.stderr
     assert proc.returncode != 0, proc.stdout
-    assert f"{ns}.orders" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
-    assert rows(spark, f"SELECT id FROM floe.{ns}.orders") == [(1,), (3,)]
-    assert rows(spark, f"SELECT id FROM {branch}.{ns}.orders") == [(1,), (2,)]
+    assert f"{ns}.orders" in out and "structural" in out and "both sides changed" in out, out
+    assert rows(spark, f"SELECT id, region FROM floe.{ns}.orders") == [(1, None), (3, "eu")]
+    assert rows(spark, f"SELECT id, note FROM {branch}.{ns}.orders") == [(1, None), (2, "new")]
 
 
 def test_catalog_tag_is_read_only(spark, floe: FloeServer, ns: str) -> None:
