@@ -1,6 +1,7 @@
 package icebergrest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -113,7 +114,7 @@ func (a *api) rebaseRowLevel(ctx context.Context, wh *warehouse, base table.Meta
 	if base.Properties()[PropRebaseRowLevel] == "false" {
 		return nil, nil, notRebaseable("the table sets %s=false", PropRebaseRowLevel)
 	}
-	files := checkedFiles{wh}
+	files := newCommittedReads(wh, base)
 	mine, err := tablemerge.Changes(ctx, files, parent, snap)
 	if err != nil {
 		return nil, nil, notRebaseable("%v", err)
@@ -206,7 +207,7 @@ func rowLevelConflict(base table.Metadata, snap *table.Snapshot, mine, theirs *t
 	// The data files the commit works on: those it removes and those its
 	// position deletes and deletion vectors apply to.
 	touched := map[string]iceberg.DataFile{}
-	var touchedParts []partitionKey // of those, and of deletes naming no file
+	var touchedParts []partitionKey // their partitions
 	for _, f := range mine.Removed {
 		if f.ContentType() == iceberg.EntryContentData {
 			touched[f.FilePath()] = f
@@ -234,6 +235,7 @@ func rowLevelConflict(base table.Metadata, snap *table.Snapshot, mine, theirs *t
 				target, f.FilePath(), snap.SnapshotID)
 		}
 		touched[target] = nil
+		touchedParts = append(touchedParts, parts.of(f)) // the data file's partition
 	}
 	var mineParts []partitionKey // every partition the commit wrote in
 	for _, fs := range [][]iceberg.DataFile{mine.Added, mine.Removed} {
@@ -373,4 +375,60 @@ func addedOperation(updates table.Updates, def string) string {
 		return def
 	}
 	return def
+}
+
+// committedReads is checkedFiles that reads the manifest lists of the
+// table's committed snapshots, and the manifests they list, through the
+// warehouse's cache of decoded metadata (which keys them by path): the
+// replay reads every manifest of the head, and the next stale commit on
+// the same table reads them again. A client's own files, not committed
+// and named by the client, are decoded without being kept. Used by one
+// goroutine.
+type committedReads struct {
+	checkedFiles
+	lists     map[string]bool // manifest lists of committed snapshots
+	manifests map[string]bool // manifests those lists name, as read
+}
+
+func newCommittedReads(wh *warehouse, m table.Metadata) *committedReads {
+	c := &committedReads{checkedFiles: checkedFiles{wh}, lists: map[string]bool{}, manifests: map[string]bool{}}
+	for _, s := range m.Snapshots() {
+		c.lists[s.ManifestList] = true
+	}
+	return c
+}
+
+func (c *committedReads) ReadSnapshotManifests(ctx context.Context, snap *table.Snapshot) ([]iceberg.ManifestFile, error) {
+	if _, err := c.wh.files.Contains(snap.ManifestList); err != nil {
+		return nil, fmt.Errorf("%w: %s", errOutside, snap.ManifestList)
+	}
+	if !c.lists[snap.ManifestList] {
+		data, err := c.wh.files.ReadFile(ctx, snap.ManifestList)
+		if err != nil {
+			return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
+		}
+		return iceberg.ReadManifestList(bytes.NewReader(data))
+	}
+	mfs, err := c.wh.files.ReadSnapshotManifests(ctx, snap)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range mfs {
+		c.manifests[m.FilePath()] = true
+	}
+	return mfs, nil
+}
+
+func (c *committedReads) ReadManifestEntries(ctx context.Context, mf iceberg.ManifestFile) ([]iceberg.ManifestEntry, error) {
+	if _, err := c.wh.files.Contains(mf.FilePath()); err != nil {
+		return nil, fmt.Errorf("%w: %s", errOutside, mf.FilePath())
+	}
+	if c.manifests[mf.FilePath()] {
+		return c.wh.files.ReadManifestEntries(ctx, mf)
+	}
+	data, err := c.wh.files.ReadFile(ctx, mf.FilePath())
+	if err != nil {
+		return nil, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
+	}
+	return iceberg.ReadManifest(mf, bytes.NewReader(data), false)
 }
