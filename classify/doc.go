@@ -11,7 +11,13 @@
 // nothing between calls (icebergtable's metadata cache serves repeated
 // metadata reads).
 //
-// The package may import icebergtable, versionstore's exported types and
-// iceberg-go. It must not import net/http or any rest/ package (checked by
+// Whether a snapshot is a change the other side already has (the same
+// snapshot, or a cherry-picked copy of it) is tablemerge's notion
+// (tablemerge.Since, ChangeSet), shared with the merge engine and the
+// merge checks; LineageSince hands it to packages that may not import
+// tablemerge.
+//
+// The package may import icebergtable, tablemerge, versionstore's exported
+// types and iceberg-go. It must not import net/http or any rest/ package (checked by
 // TestImports): the APIs call it, never the other way round.
 package classify

@@ -6,13 +6,13 @@ import (
 	"maps"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-catalog/floe/icebergtable"
+	"github.com/floe-catalog/floe/tablemerge"
 )
 
 // sideChanges is what classification needs of one side, indexed: the
@@ -71,7 +71,7 @@ func (c *Classifier) readSide(ctx context.Context, out *Side, base, meta table.M
 	}
 	chain, diverged := addedSnapshots(base, meta, descends)
 	chain = slices.DeleteFunc(chain, func(s table.Snapshot) bool {
-		return slices.ContainsFunc(changeIDs(s), func(id int64) bool { return common[id] })
+		return tablemerge.ChangeSet(common).Holds(s)
 	})
 	ch.diverged = diverged
 	for _, s := range chain {
@@ -124,99 +124,43 @@ func (c *Classifier) readSide(ctx context.Context, out *Side, base, meta table.M
 }
 
 // SummarySourceSnapshotID is the snapshot summary property a cherry-picked
-// snapshot carries: the id of the snapshot it copies (package tablemerge
-// writes it, under the same name). A copy adds the same files as the
-// snapshot it names: the same change.
-const SummarySourceSnapshotID = "floe.merge.source-snapshot-id"
+// copy carries: the id of the snapshot it copies (package tablemerge
+// writes it). A copy adds the same files as the snapshot it names: the
+// same change (tablemerge.ChangeIDs).
+const SummarySourceSnapshotID = tablemerge.SummarySourceSnapshotID
+
+// Lineage is a table's main-ref history read against another's by
+// changes (tablemerge.Since): what it added, the other's changes it holds
+// through copies, what it repeats, what it lacks.
+type Lineage = tablemerge.Lineage
+
+// LineageSince reads side's main-ref history against base's: the one
+// notion of "already on the other side" that classification, the merge
+// engine and the merge checks share (tablemerge.Since).
+func LineageSince(base, side table.Metadata) Lineage { return tablemerge.Since(base, side) }
 
 // addedSnapshots returns the snapshots of meta's main ref whose changes
-// the base does not hold, oldest first. It walks the ref back until it
-// meets a snapshot of the base's main-ref history (the same id and
-// manifest list: from there on the histories are one), and leaves out on
-// the way every snapshot that is the same change as one of the base's:
-// a cherry-picked copy of it, or a copy the base holds of it (a copy
-// names its original in SummarySourceSnapshotID and keeps its id unless
-// the target had it). That is what a branch merged into another, then
-// merged back, looks like: the other side's history reaches the base's
-// changes through copies, and only what it added besides is its change.
+// the base does not hold, oldest first (tablemerge.Since): it walks the
+// ref back until it meets a snapshot of the base's main-ref history (the
+// same id and manifest list: from there on the histories are one), and
+// leaves out on the way every snapshot that is the same change as one of
+// the base's: a cherry-picked copy of it, or a copy the base holds of it.
+// That is what a branch merged into another, then merged back, looks
+// like: the other side's history reaches the base's changes through
+// copies, and only what it added besides is its change.
 //
 // If descends and some change of the base is not in meta's history (a
 // rollback past it, an expired snapshot) the history has diverged and the
 // reason is returned with the snapshots walked.
 func addedSnapshots(base, meta table.Metadata, descends bool) ([]table.Snapshot, string) {
-	// The base's main-ref history, newest first: its snapshots by id
-	// (manifest list) and the changes it holds.
-	physical := map[int64]string{}
-	var baseChain []table.Snapshot
-	if base != nil {
-		// Snapshots() copies every snapshot: bound the walk once.
-		limit := len(base.Snapshots())
-		for id, n := headSnapshot(base), 0; id != nil && n <= limit; n++ {
-			s := base.SnapshotByID(*id)
-			if s == nil {
-				break // expired in the base: what is left is still the base's
-			}
-			physical[s.SnapshotID] = s.ManifestList
-			baseChain = append(baseChain, *s)
-			id = s.ParentSnapshotID
-		}
+	l := tablemerge.Since(base, meta)
+	switch {
+	case l.Broken != "":
+		return l.Added, l.Broken
+	case descends && len(l.Missing) > 0:
+		return l.Added, fmt.Sprintf("the base's snapshot %d is not an ancestor of the main ref's snapshot %s", l.Missing[0], idString(headSnapshot(meta)))
 	}
-	inBase := map[int64]bool{}
-	for _, s := range baseChain {
-		for _, id := range changeIDs(s) {
-			inBase[id] = true
-		}
-	}
-
-	var chain []table.Snapshot
-	covered := map[int64]bool{} // the base's changes met on the way
-	var met *int64              // the snapshot where the histories meet
-	id := headSnapshot(meta)
-	limit := len(meta.Snapshots())
-	for walked := 0; id != nil; walked++ {
-		s := meta.SnapshotByID(*id)
-		if s == nil {
-			slices.Reverse(chain)
-			return chain, fmt.Sprintf("snapshot %d is not in the table's metadata (expired?)", *id)
-		}
-		if list, ok := physical[s.SnapshotID]; ok && list == s.ManifestList {
-			met = &s.SnapshotID
-			break
-		}
-		if walked > limit {
-			slices.Reverse(chain)
-			return chain, "the snapshots' parents form a cycle"
-		}
-		same := false
-		for _, c := range changeIDs(*s) {
-			if inBase[c] {
-				same = true
-				covered[c] = true
-			}
-		}
-		if !same {
-			chain = append(chain, *s)
-		}
-		id = s.ParentSnapshotID
-	}
-	slices.Reverse(chain)
-	if !descends {
-		return chain, ""
-	}
-	// Every change of the base above the meeting point must have been met.
-	for _, b := range baseChain {
-		if met != nil && b.SnapshotID == *met {
-			break
-		}
-		found := false
-		for _, c := range changeIDs(b) {
-			found = found || covered[c]
-		}
-		if !found {
-			return chain, fmt.Sprintf("the base's snapshot %d is not an ancestor of the main ref's snapshot %s", b.SnapshotID, idString(headSnapshot(meta)))
-		}
-	}
-	return chain, ""
+	return l.Added, ""
 }
 
 // holds names the changes meta's side added since base (nil when it has
@@ -226,27 +170,7 @@ func holds(base, meta table.Metadata, descends bool) map[int64]bool {
 		return nil
 	}
 	chain, _ := addedSnapshots(base, meta, descends)
-	out := map[int64]bool{}
-	for _, s := range chain {
-		for _, id := range changeIDs(s) {
-			out[id] = true
-		}
-	}
-	return out
-}
-
-// changeIDs names the change s made: its own id and, for a cherry-picked
-// copy, the id of the snapshot it copies.
-func changeIDs(s table.Snapshot) []int64 {
-	ids := []int64{s.SnapshotID}
-	if s.Summary != nil {
-		if v, ok := s.Summary.Properties[SummarySourceSnapshotID]; ok {
-			if src, err := strconv.ParseInt(v, 10, 64); err == nil && src != s.SnapshotID {
-				ids = append(ids, src)
-			}
-		}
-	}
-	return ids
+	return tablemerge.ChangeSetOf(chain...)
 }
 
 // readSnapshot reads the manifests s added, records the files s added

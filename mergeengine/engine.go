@@ -528,22 +528,14 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 // source took it by a merge the other way). Publishing any again would
 // duplicate its rows.
 func unpublished(srcMeta, tgtMeta table.Metadata, snaps []classify.Snapshot) []tablemerge.Pick {
-	// A change is named by its snapshot id and, for a copy, the id it
-	// copies (a copy keeps its source's id unless the target had it).
-	onTarget := map[int64]bool{}
-	for _, s := range tgtMeta.Snapshots() {
-		onTarget[s.SnapshotID] = true
-		if src, ok := sourceID(s); ok {
-			onTarget[src] = true
-		}
-	}
+	onTarget := tablemerge.ChangeSetOf(tgtMeta.Snapshots()...)
 	var picks []tablemerge.Pick
 	for _, sn := range snaps {
 		s := srcMeta.SnapshotByID(sn.SnapshotID)
 		if s == nil {
 			continue // the classifier read it from this metadata; cannot happen
 		}
-		if src, ok := sourceID(*s); onTarget[s.SnapshotID] || (ok && onTarget[src]) {
+		if onTarget.Holds(*s) {
 			continue
 		}
 		p := tablemerge.Pick{Snapshot: *s}
@@ -555,20 +547,9 @@ func unpublished(srcMeta, tgtMeta table.Metadata, snaps []classify.Snapshot) []t
 	return picks
 }
 
-func sourceID(s table.Snapshot) (int64, bool) {
-	if s.Summary == nil {
-		return 0, false
-	}
-	v, ok := s.Summary.Properties[tablemerge.SummarySourceSnapshotID]
-	if !ok {
-		return 0, false
-	}
-	var id int64
-	if _, err := fmt.Sscan(v, &id); err != nil {
-		return 0, false
-	}
-	return id, true
-}
+// sourceID is the id of the snapshot s copies, if s is a cherry-picked
+// copy (tablemerge.SourceSnapshotID).
+func sourceID(s table.Snapshot) (int64, bool) { return tablemerge.SourceSnapshotID(s) }
 
 // annotate reports a refused merge: each refused table's conflict message
 // ends with the reason, and the tables the engine would have merged are

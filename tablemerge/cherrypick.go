@@ -172,22 +172,16 @@ func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) 
 
 	// The changes on the target: its snapshots and the sources its
 	// cherry-picked copies name (a copy lists copies of its source's
-	// manifests, so manifest paths alone do not tell).
-	published := map[int64]bool{}
-	for _, s := range head.Snapshots() {
-		published[s.SnapshotID] = true
-		if s.Summary != nil {
-			if v, err := strconv.ParseInt(s.Summary.Properties[SummarySourceSnapshotID], 10, 64); err == nil {
-				published[v] = true
-			}
-		}
-	}
+	// manifests, so manifest paths alone do not tell). A pick whose
+	// change is among them, by its id or the id it copies, is published
+	// already.
+	published := ChangeSetOf(head.Snapshots()...)
 	for _, p := range req.Picks {
 		src := p.Snapshot
-		if published[src.SnapshotID] {
+		if published.Holds(src) {
 			return fail(fmt.Errorf("%w: snapshot %d", ErrAlreadyPublished, src.SnapshotID))
 		}
-		published[src.SnapshotID] = true
+		published.Add(src)
 		seq++
 		id := src.SnapshotID
 		for s, _ := b.SnapshotByID(id); s != nil; s, _ = b.SnapshotByID(id) {

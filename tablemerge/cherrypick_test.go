@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -283,6 +284,21 @@ func TestCherryPickRefuses(t *testing.T) {
 	})
 	if !errors.Is(err, tablemerge.ErrAlreadyPublished) {
 		t.Fatalf("picking twice: %v, want ErrAlreadyPublished", err)
+	}
+
+	// A copy of the target's own head snapshot (it names it in
+	// floe.merge.source-snapshot-id, under an id of its own): the same
+	// change, published already.
+	copied := *src.CurrentSnapshot()
+	copied.SnapshotID = head.CurrentSnapshot().SnapshotID + 1
+	copied.Summary = &table.Summary{Operation: copied.Summary.Operation, Properties: maps.Clone(copied.Summary.Properties)}
+	copied.Summary.Properties[tablemerge.SummarySourceSnapshotID] = strconv.FormatInt(head.CurrentSnapshot().SnapshotID, 10)
+	_, err = tablemerge.CherryPick(t.Context(), f.wh, tablemerge.Request{
+		Head: head.Metadata(), HeadLocation: head.MetadataLocation(),
+		Picks: []tablemerge.Pick{{Snapshot: copied, Parent: base.CurrentSnapshot()}},
+	})
+	if !errors.Is(err, tablemerge.ErrAlreadyPublished) {
+		t.Fatalf("picking a copy of the head: %v, want ErrAlreadyPublished", err)
 	}
 
 	// An overwrite drops its parent's manifests.
