@@ -100,26 +100,40 @@ func (v *Validator) checkLineage(ctx context.Context, c Candidate, a *analysis) 
 	return vd.result(CheckLineage, fmt.Sprintf("candidate descends from %s; %d table(s) publish nothing already on the target", short(c.TargetHead), len(a.tables))), nil
 }
 
-// tableLineage: one table's history contains the target's head, and its
-// new snapshots and files are not the target's already.
+// tableLineage: one table's history holds every change of the target's
+// (its own snapshots, or copies of them), and what it publishes is not
+// the target's already: no snapshot repeats a change, no added file is
+// live on the target.
 func tableLineage(vd *verdict, s *tableScan) {
 	if s.after == nil {
 		return
 	}
 	name := keyName(s.key)
-	if s.unrooted != "" {
-		vd.fail("table %s: %s", name, s.unrooted)
+	l := s.lineage
+	if l.Broken != "" {
+		vd.fail("table %s: the candidate's history: %s", name, l.Broken)
 	}
-	for _, snap := range s.chain {
-		for i, id := range changeIDs(snap) {
-			if !s.targetHistory[id] {
-				continue
-			}
-			if i == 0 {
-				vd.fail("table %s: snapshot %d is already on the target", name, id)
-			} else {
-				vd.fail("table %s: snapshot %d copies snapshot %d, already on the target", name, snap.SnapshotID, id)
-			}
+	if len(l.Missing) > 0 {
+		head := classify.HeadSnapshotID(s.tgtMeta)
+		what := fmt.Sprintf("snapshot %d", l.Missing[0])
+		if head != nil && slices.Contains(l.Missing, *head) {
+			what = fmt.Sprintf("head snapshot %d", *head)
+		}
+		fork := ""
+		if l.Met != nil {
+			fork = fmt.Sprintf(" (it forks at snapshot %d)", *l.Met)
+		}
+		vd.fail("table %s: the candidate's history does not contain the target's %s%s", name, what, fork)
+	}
+	for _, r := range l.Twice {
+		where := "already on the target"
+		if !r.OfBase {
+			where = "already in the candidate's history"
+		}
+		if r.Of == r.Snapshot.SnapshotID {
+			vd.fail("table %s: snapshot %d is %s", name, r.Of, where)
+		} else {
+			vd.fail("table %s: snapshot %d copies snapshot %d, %s", name, r.Snapshot.SnapshotID, r.Of, where)
 		}
 	}
 	dups, first := 0, ""

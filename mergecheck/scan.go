@@ -1,10 +1,10 @@
 package mergecheck
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -26,13 +26,16 @@ type tableScan struct {
 	// since the target head (nil for a drop).
 	cls *classify.Table
 
-	// chain are the snapshots of the candidate's main ref that are not in
-	// the target head's history, oldest first, copies of target
-	// snapshots included (classify leaves those out; lineage must not).
+	// lineage is the candidate's main-ref history read against the
+	// target head's by changes (classify.LineageSince): the snapshots it
+	// adds, those that are the target's changes (copies the candidate
+	// holds of them: a branch that took the target in by a merge), those
+	// that repeat a change, and the target's changes it lacks.
+	lineage classify.Lineage
+	// chain are the snapshots the candidate publishes, oldest first:
+	// lineage's Added and its repeats, not the copies of the target's
+	// changes (those publish nothing new).
 	chain []table.Snapshot
-	// unrooted says why the candidate's history does not contain the
-	// target's head snapshot ("" when it does).
-	unrooted string
 	// added are the files the chain's snapshots added (ADDED entries of
 	// the manifests they wrote), by path, with their statistics.
 	added map[string]addedFile
@@ -40,9 +43,6 @@ type tableScan struct {
 	// path; targetRecords the live data files' records per partition.
 	targetLive    map[string]classify.Partition
 	targetRecords map[classify.Partition]int64
-	// targetHistory are the snapshot ids of the target's main-ref
-	// history, with the ids those snapshots copy.
-	targetHistory map[int64]bool
 }
 
 // addedFile is one file a chain snapshot added.
@@ -57,7 +57,7 @@ type addedFile struct {
 // scanTable reads what the checks need of one changed table.
 func (v *Validator) scanTable(ctx context.Context, key versionstore.ContentKey, before, after *versionstore.Content) (*tableScan, error) {
 	s := &tableScan{key: key, before: before, after: after, added: map[string]addedFile{},
-		targetLive: map[string]classify.Partition{}, targetRecords: map[classify.Partition]int64{}, targetHistory: map[int64]bool{}}
+		targetLive: map[string]classify.Partition{}, targetRecords: map[classify.Partition]int64{}}
 	if before != nil {
 		f, err := v.readMetadata(ctx, before)
 		if err != nil {
@@ -84,7 +84,8 @@ func (v *Validator) scanTable(ctx context.Context, key versionstore.ContentKey, 
 	}
 	cls.Key = key
 	s.cls = cls
-	s.chain, s.unrooted = chainSince(s.tgtMeta, s.candMeta)
+	s.lineage = classify.LineageSince(s.tgtMeta, s.candMeta)
+	s.chain = published(s.lineage)
 	for _, snap := range s.chain {
 		if err := v.readAdded(ctx, s, snap); err != nil {
 			return nil, fmt.Errorf("table %s: %w", key, err)
@@ -109,21 +110,9 @@ func (v *Validator) warehouseOf(loc string) (*icebergtable.Warehouse, error) {
 }
 
 // readTargetLive reads the target head snapshot's manifests: its live
-// files (for the double-publish check and the records before) and its
-// main-ref history.
+// files (for the double-publish check and the records before).
 func (v *Validator) readTargetLive(ctx context.Context, s *tableScan) error {
 	meta := s.tgtMeta
-	limit := len(meta.Snapshots()) // a copy of every snapshot: taken once
-	for id, n := classify.HeadSnapshotID(meta), 0; id != nil && n <= limit; n++ {
-		snap := meta.SnapshotByID(*id)
-		if snap == nil {
-			break // expired: what is left is still the history
-		}
-		for _, c := range changeIDs(*snap) {
-			s.targetHistory[c] = true
-		}
-		id = snap.ParentSnapshotID
-	}
 	head := classify.HeadSnapshotID(meta)
 	if head == nil {
 		return nil
@@ -197,68 +186,21 @@ func (v *Validator) readAdded(ctx context.Context, s *tableScan, snap table.Snap
 	return nil
 }
 
-// chainSince walks cand's main ref back to where it meets the target's
-// main-ref history (a snapshot of it: the same id and manifest list) and
-// returns the snapshots on the way, oldest first. If it meets that
-// history below the target's head, or never (a root, an expired
-// snapshot, a cycle), the candidate's history does not contain the
-// target's head, and why is returned with what was walked.
-func chainSince(tgt, cand table.Metadata) ([]table.Snapshot, string) {
-	history := map[int64]string{} // the target's main-ref history: id -> manifest list
-	var head *int64
-	if tgt != nil {
-		head = classify.HeadSnapshotID(tgt)
-		limit := len(tgt.Snapshots()) // a copy of every snapshot: taken once
-		for id, n := head, 0; id != nil && n <= limit; n++ {
-			s := tgt.SnapshotByID(*id)
-			if s == nil {
-				break
-			}
-			history[s.SnapshotID] = s.ManifestList
-			id = s.ParentSnapshotID
+// published are the snapshots of l the candidate publishes, oldest
+// first: those it adds, and the copies that repeat a change (a copy of a
+// change the history has already publishes its rows again). The other
+// copies of the target's changes publish nothing new.
+func published(l classify.Lineage) []table.Snapshot {
+	again := map[int64]bool{}
+	for _, r := range l.Twice {
+		again[r.Snapshot.SnapshotID] = true
+	}
+	out := slices.Clone(l.Added)
+	for _, snap := range l.Held {
+		if again[snap.SnapshotID] {
+			out = append(out, snap)
 		}
 	}
-	var chain []table.Snapshot
-	why := ""
-	id := classify.HeadSnapshotID(cand)
-	candSnapshots := len(cand.Snapshots())
-	for walked := 0; ; walked++ {
-		if id == nil {
-			if head != nil {
-				why = fmt.Sprintf("the candidate's history does not contain the target's head snapshot %d", *head)
-			}
-			break
-		}
-		s := cand.SnapshotByID(*id)
-		if s == nil {
-			why = fmt.Sprintf("snapshot %d of the candidate's history is not in its metadata (expired?)", *id)
-			break
-		}
-		if list, ok := history[s.SnapshotID]; ok && list == s.ManifestList {
-			if s.SnapshotID != *head {
-				why = fmt.Sprintf("the candidate's history does not contain the target's head snapshot %d (it forks at snapshot %d)", *head, s.SnapshotID)
-			}
-			break
-		}
-		if walked > candSnapshots {
-			why = "the candidate's snapshots' parents form a cycle"
-			break
-		}
-		chain = append(chain, *s)
-		id = s.ParentSnapshotID
-	}
-	slices.Reverse(chain)
-	return chain, why
-}
-
-// changeIDs names the change s made: its id and, for a cherry-picked
-// copy, the id of the snapshot it copies (classify's rule).
-func changeIDs(s table.Snapshot) []int64 {
-	ids := []int64{s.SnapshotID}
-	if s.Summary != nil {
-		if src, err := strconv.ParseInt(s.Summary.Properties[classify.SummarySourceSnapshotID], 10, 64); err == nil && src != s.SnapshotID {
-			ids = append(ids, src)
-		}
-	}
-	return ids
+	slices.SortStableFunc(out, func(a, b table.Snapshot) int { return cmp.Compare(a.SequenceNumber, b.SequenceNumber) })
+	return out
 }
