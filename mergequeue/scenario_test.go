@@ -33,6 +33,9 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/floe-catalog/floe/assemble"
+	"github.com/floe-catalog/floe/icebergtable"
+	"github.com/floe-catalog/floe/internal/nessieclient"
+	"github.com/floe-catalog/floe/mergecheck"
 	"github.com/floe-catalog/floe/mergequeue"
 	"github.com/floe-catalog/floe/testkit/lakescenario"
 	"github.com/floe-catalog/floe/testkit/testserver"
@@ -96,6 +99,10 @@ type parityValidator struct {
 	// first validation.
 	cancel map[string]bool
 	queue  *mergequeue.Queue
+	// builtin, when set, runs mergecheck's built-in checks (lineage,
+	// schema, row counts, nulls) on every candidate, as floe serve's
+	// queue does, before parity.
+	builtin *mergecheck.Validator
 }
 
 func (v *parityValidator) Validate(ctx context.Context, c mergequeue.Candidate) ([]mergequeue.CheckResult, error) {
@@ -112,7 +119,22 @@ func (v *parityValidator) Validate(ctx context.Context, c mergequeue.Candidate) 
 	delete(v.bypass, c.RequestID)
 	cancel := v.cancel[c.RequestID]
 	delete(v.cancel, c.RequestID)
+	builtin := v.builtin
 	v.mu.Unlock()
+	var out []mergequeue.CheckResult
+	if builtin != nil {
+		res, err := builtin.Validate(ctx, mergecheck.Candidate{
+			RequestID: c.RequestID, Target: c.Target, TargetHead: c.TargetHead, Commit: c.Commit,
+			SourceRef: c.SourceRef, SourceHash: c.SourceHash, Principal: c.Principal,
+			RequiredChecks: c.RequiredChecks, AllowStructural: c.Approved,
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range res {
+			out = append(out, mergequeue.CheckResult{Name: r.Name, Passed: r.Passed, Reason: r.Reason})
+		}
+	}
 	if cancel {
 		if _, err := v.queue.Cancel(ctx, c.RequestID, c.Principal, "cancelled while validated"); err != nil {
 			return nil, err
@@ -133,7 +155,7 @@ func (v *parityValidator) Validate(ctx context.Context, c mergequeue.Candidate) 
 	}
 	slices.Sort(watch)
 	if len(watch) == 0 {
-		return nil, nil
+		return out, nil
 	}
 	cat, err := rest.NewCatalog(ctx, "floe", v.url, rest.WithWarehouseLocation("lake@"+c.Commit.String()))
 	if err != nil {
@@ -154,7 +176,7 @@ func (v *parityValidator) Validate(ctx context.Context, c mergequeue.Candidate) 
 	if len(odd) > 0 {
 		res.Passed, res.Reason = false, strings.Join(odd, "; ")
 	}
-	return []mergequeue.CheckResult{res}, nil
+	return append(out, res), nil
 }
 
 func newScenario(t *testing.T) *scenario {
@@ -179,6 +201,10 @@ func (d *scenario) run(t *testing.T, td *datadriven.TestData) string {
 		d.appendRows(t, td)
 	case "alter":
 		d.alter(t, td)
+	case "validator":
+		d.useBuiltin(t, td)
+	case "merge":
+		return d.merge(t, td)
 	case "check":
 		d.val.mu.Lock()
 		d.val.watch[arg(t, td, "parity")] = true
@@ -223,6 +249,51 @@ func (d *scenario) run(t *testing.T, td *datadriven.TestData) string {
 		td.Fatalf(t, "unknown command %q", td.Cmd)
 	}
 	return ""
+}
+
+// validator builtin: candidates are also validated by mergecheck's
+// built-in checks over the server's warehouse, as floe serve's queue
+// validates them.
+func (d *scenario) useBuiltin(t *testing.T, td *datadriven.TestData) {
+	if len(td.CmdArgs) != 1 || td.CmdArgs[0].Key != "builtin" {
+		td.Fatalf(t, "validator builtin")
+	}
+	wh, err := icebergtable.OpenWarehouse(icebergtable.Config{Name: "lake", Location: d.srv.Warehouse})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := mergecheck.New(mergecheck.Options{Store: d.srv.Store, Warehouses: []*icebergtable.Warehouse{wh}, Warehouse: "lake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.val.mu.Lock()
+	d.val.builtin = v
+	d.val.mu.Unlock()
+}
+
+// merge source=REF target=BRANCH: a direct merge through the server's
+// Nessie API, as `floe merge REF --into BRANCH` makes it.
+func (d *scenario) merge(t *testing.T, td *datadriven.TestData) string {
+	cl, err := nessieclient.New(d.srv.URL, nessieclient.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := cl.Resolve(t.Context(), arg(t, td, "source"))
+	if err != nil {
+		td.Fatalf(t, "resolve: %v", err)
+	}
+	tgt, err := cl.Resolve(t.Context(), arg(t, td, "target"))
+	if err != nil {
+		td.Fatalf(t, "resolve: %v", err)
+	}
+	res, err := cl.Merge(t.Context(), tgt.Name, tgt.Hash, nessieclient.MergeRequest{FromRefName: src.Name, FromHash: src.Hash})
+	switch {
+	case err != nil:
+		return "error: " + d.mask(err.Error())
+	case !res.WasApplied:
+		return "nothing to merge"
+	}
+	return "merged"
 }
 
 func (d *scenario) catalog(t *testing.T, branch string) *rest.Catalog {
@@ -460,7 +531,7 @@ func (d *scenario) validations(t *testing.T, td *datadriven.TestData) string {
 		for _, res := range v.Results {
 			fmt.Fprintf(&b, " %s=%v", res.Name, res.Passed)
 			if res.Reason != "" {
-				fmt.Fprintf(&b, " (%s)", res.Reason)
+				fmt.Fprintf(&b, " (%s)", d.mask(res.Reason))
 			}
 		}
 		b.WriteString("\n")
@@ -536,11 +607,22 @@ func (d *scenario) refs() string {
 	return b.String()
 }
 
-var hashRE = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
+var (
+	hashRE = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
+	// shortHashRE and snapshotRE: the abbreviated hashes and the snapshot
+	// ids mergecheck's reasons name.
+	shortHashRE = regexp.MustCompile(`\b[0-9a-f]{12}\b`)
+	snapshotRE  = regexp.MustCompile(`\b[0-9]{9,}\b`)
+	pathRE      = regexp.MustCompile(`file://[^ ]+`)
+)
 
-// mask replaces hashes and request ids, which change from run to run.
+// mask replaces hashes, snapshot ids, file paths and request ids, which
+// change from run to run.
 func (d *scenario) mask(s string) string {
 	s = hashRE.ReplaceAllString(s, "<hash>")
+	s = pathRE.ReplaceAllString(s, "<path>")
+	s = shortHashRE.ReplaceAllString(s, "<hash>")
+	s = snapshotRE.ReplaceAllString(s, "<id>")
 	for id, alias := range d.aliases {
 		s = strings.ReplaceAll(s, id, alias)
 	}
