@@ -196,3 +196,31 @@ def test_merge_into_races_appends_first_attempt(spark: Any, floe: Any, ns: str, 
     merge, last_append = snaps[-1], snaps[-2]
     assert last_append.operation == "append" and merge.parent_id == last_append.snapshot_id, snaps
     assert merge.summary.get("floe.merge.source-ref") == "main", merge.summary
+
+
+def test_merge_into_racing_append_to_its_partition_conflicts(spark: Any, floe: Any, ns: str, race_catalog: Any) -> None:
+    """The same race with the append to day=2, the partition the MERGE
+    rewrites, under serializable isolation (Iceberg's default): a real
+    conflict. floe answers the stale commit 409 (counted as a conflict,
+    nothing rebased), and Spark's own retry then finds the new file and
+    fails the MERGE; the table keeps the append and not the MERGE."""
+    t = f"floe.{ns}.events"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT NOT NULL, day INT NOT NULL, v STRING) USING iceberg PARTITIONED BY (day)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 1, 'a'), (3, 2, 'c')")
+
+    def append_day2() -> None:
+        spark.sql(f"INSERT INTO {t} VALUES (200, 2, 'new')")
+
+    proxy = race_catalog("race_conflict", {"overwrite", "delete"}, append_day2)
+    before = commit_counters(floe.uri)
+    spark.createDataFrame([(3, 2, "C")], "id BIGINT, day INT, v STRING").createOrReplaceTempView("changes_conflict")
+    with pytest.raises(Exception, match="(?i)conflicting"):
+        spark.sql(
+            f"""MERGE INTO race_conflict.{ns}.events t USING changes_conflict s ON t.id = s.id AND t.day = 2
+            WHEN MATCHED THEN UPDATE SET t.v = s.v"""
+        )
+    assert proxy.commits[:1] == [("overwrite", 409)], proxy.commits
+    after = commit_counters(floe.uri)
+    assert after.get(("overwrite", "conflict"), 0) - before.get(("overwrite", "conflict"), 0) == 1, (before, after)
+    assert after.get(("overwrite", "rebased"), 0) == before.get(("overwrite", "rebased"), 0), (before, after)
+    assert rows(spark, f"SELECT id, day, v FROM {t}") == [(1, 1, "a"), (3, 2, "c"), (200, 2, "new")]
