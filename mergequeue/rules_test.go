@@ -16,7 +16,7 @@ func TestRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.protected("main") || r.ageLimit() != 15*time.Minute || r.maxBatch() != 8 {
+	if !r.protected("main") || r.ageLimit() != 15*time.Minute || r.maxBatch() != 8 || r.SchemaChanges != SchemaChangesReview {
 		t.Fatalf("deploy/merge-queue.json: %+v", r)
 	}
 	for _, c := range []struct {
@@ -45,6 +45,7 @@ func TestRules(t *testing.T) {
 		"queue's prefix":  `{"prefixes": [{"prefix": "floe-queue/x/"}]}`,
 		"negative batch":  `{"maxBatch": -1}`,
 		"bad branch name": `{"protected": ["main/"]}`,
+		"schema changes":  `{"schemaChanges": "sometimes"}`,
 	} {
 		f := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".json")
 		if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
