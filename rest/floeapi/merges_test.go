@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -133,25 +134,46 @@ func TestMergePlan(t *testing.T) {
 		t.Fatalf("a merge plan left %d files in the warehouse (had %d)", n, files)
 	}
 
-	// A structural change on dev: the plan says the merge is refused.
-	tbl, err := l.catalog("lake@dev").LoadTable(t.Context(), catalog.ToIdentifier("ns", "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.NewTransaction()
-	if err := tx.UpdateSchema(true, false).AddColumn([]string{"note"}, iceberg.PrimitiveTypes.String, "", false, nil).Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(t.Context()); err != nil {
-		t.Fatal(err)
+	// Structural changes on both sides (a column added on each): the plan
+	// says the merge is refused. (A compatible change on one side only
+	// merges.)
+	for wh, col := range map[string]string{"lake@dev": "note", "lake": "other"} {
+		tbl, err := l.catalog(wh).LoadTable(t.Context(), catalog.ToIdentifier("ns", "t"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := tbl.NewTransaction()
+		if err := tx.UpdateSchema(true, false).AddColumn([]string{col}, iceberg.PrimitiveTypes.String, "", false, nil).Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Commit(t.Context()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	status, data = l.plan(`{"source":"dev","target":"main"}`)
 	plan = floeapi.MergePlan{}
 	if err := json.Unmarshal(data, &plan); err != nil || status != http.StatusOK {
 		t.Fatalf("plan: %d %s (%v)", status, data, err)
 	}
-	if plan.Mergeable || len(plan.Tables) != 1 || plan.Tables[0].Action != "refuse" || plan.Tables[0].Classification.Class != "structural" {
+	if plan.Mergeable || len(plan.Tables) != 1 || plan.Tables[0].Action != "refuse" || plan.Tables[0].Classification.Class != "structural" ||
+		!strings.Contains(plan.Tables[0].Reason, "--discard-target-changes") {
 		t.Fatalf("structural plan %s", data)
+	}
+
+	// Forced, the table is taken from dev whole: the plan says what of
+	// main that discards (main's append and its row, its new column).
+	status, data = l.plan(`{"source":"dev","target":"main","force":[["ns","t"]]}`)
+	plan = floeapi.MergePlan{}
+	if err := json.Unmarshal(data, &plan); err != nil || status != http.StatusOK {
+		t.Fatalf("plan: %d %s (%v)", status, data, err)
+	}
+	if !plan.Mergeable || len(plan.Tables) != 1 || plan.Tables[0].Action != "force" || plan.Tables[0].Discards == nil {
+		t.Fatalf("forced plan %s", data)
+	}
+	d := plan.Tables[0].Discards
+	if len(d.Snapshots) != 1 || d.Snapshots[0].Operation != "append" || d.DataFiles.AddedCount != 1 || d.DataFiles.AddedRecords != 1 ||
+		len(d.StructuralChanges) == 0 || !strings.Contains(d.Summary, "1 row(s) in 1 data file(s) the target added") {
+		t.Fatalf("forced plan's discards %s", data)
 	}
 
 	for body, want := range map[string]int{
