@@ -614,13 +614,16 @@ var (
 	shortHashRE = regexp.MustCompile(`\b[0-9a-f]{12}\b`)
 	snapshotRE  = regexp.MustCompile(`\b[0-9]{9,}\b`)
 	pathRE      = regexp.MustCompile(`file://[^ ]+`)
+	// candidateRE: candidate branches, named with a random suffix.
+	candidateRE = regexp.MustCompile(`floe-queue/[^ ]+`)
 )
 
-// mask replaces hashes, snapshot ids, file paths and request ids, which
-// change from run to run.
+// mask replaces hashes, snapshot ids, file paths, candidate branches and
+// request ids, which change from run to run.
 func (d *scenario) mask(s string) string {
 	s = hashRE.ReplaceAllString(s, "<hash>")
 	s = pathRE.ReplaceAllString(s, "<path>")
+	s = candidateRE.ReplaceAllString(s, "<candidate>")
 	s = shortHashRE.ReplaceAllString(s, "<hash>")
 	s = snapshotRE.ReplaceAllString(s, "<id>")
 	for id, alias := range d.aliases {
