@@ -201,15 +201,19 @@ func decide(out *Table, src, tgt *sideChanges, tgtMeta table.Metadata) {
 func fileConflicts(src, tgt *sideChanges, tgtMeta table.Metadata) ([]string, string) {
 	var files, why []string
 	var both []string
-	for p := range src.removed {
+	var bothRows int64
+	for p, f := range src.removed {
 		if _, ok := tgt.removed[p]; ok {
 			both = append(both, p)
+			if f.Content == "data" {
+				bothRows += f.Records
+			}
 		}
 	}
 	if len(both) > 0 {
 		slices.Sort(both)
 		files = append(files, both...)
-		why = append(why, fmt.Sprintf("%d file(s) removed or rewritten on both sides", len(both)))
+		why = append(why, fmt.Sprintf("%d file(s) removed or rewritten on both sides (%d row(s) in their data files)", len(both), bothRows))
 	}
 	orphaned := func(deletes map[string]File, removed map[string]File, removedParts map[Partition]bool) []string {
 		var out []string
@@ -235,6 +239,10 @@ func fileConflicts(src, tgt *sideChanges, tgtMeta table.Metadata) ([]string, str
 	if o := orphaned(tgt.deletesAdded, src.removed, src.dataRemovedParts); len(o) > 0 {
 		files = append(files, o...)
 		why = append(why, fmt.Sprintf("the source removed or rewrote data files %d delete file(s) of the target apply to", len(o)))
+	}
+	if dvs, n := deletionVectorsOnBothSides(src.deletesAdded, tgt.deletesAdded); n > 0 {
+		files = append(files, dvs...)
+		why = append(why, fmt.Sprintf("both sides wrote deletion vectors for %d data file(s), which may have one each (the union of both is not merged)", n))
 	}
 	var serial []string
 	serialParts := map[Partition]bool{}
@@ -266,6 +274,41 @@ func fileConflicts(src, tgt *sideChanges, tgtMeta table.Metadata) ([]string, str
 	slices.Sort(files)
 	files = slices.Compact(files)
 	return files, strings.Join(why, "; ")
+}
+
+// deletionVectorsOnBothSides returns the deletion vectors each side added
+// for a data file the other side added one for too, and how many data
+// files have such a pair: a v3 table may hold
+// one vector per data file, so the two cannot both be listed. Position
+// delete files (v2) may be many per data file: a reader applies them all,
+// which is the union of both sides' deletes, so they are no conflict.
+func deletionVectorsOnBothSides(src, tgt map[string]File) (files []string, dataFiles int) {
+	byData := func(m map[string]File) map[string][]string {
+		out := map[string][]string{}
+		for p, f := range m {
+			if f.ReferencedDataFile != "" && isDeletionVector(f) {
+				out[f.ReferencedDataFile] = append(out[f.ReferencedDataFile], p)
+			}
+		}
+		return out
+	}
+	s, t := byData(src), byData(tgt)
+	for data, ps := range s {
+		if qs, ok := t[data]; ok {
+			files = append(files, ps...)
+			files = append(files, qs...)
+			dataFiles++
+		}
+	}
+	slices.Sort(files)
+	return slices.Compact(files), dataFiles
+}
+
+// isDeletionVector reports whether a delete file is a v3 deletion vector:
+// a blob of a Puffin file (position delete files are Parquet, Avro or
+// ORC).
+func isDeletionVector(f File) bool {
+	return f.Content == "position-deletes" && strings.HasSuffix(strings.ToLower(f.Path), ".puffin")
 }
 
 // serializable reports whether the operations ops, run on the source,

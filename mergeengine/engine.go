@@ -509,13 +509,20 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 		verb = "would cherry-pick"
 	}
 	out.Reason = fmt.Sprintf("%s: %s %d snapshot(s) of the source onto the target's head", c.Class, verb, len(cp.Snapshots))
-	if n := replayedCount(cp.Snapshots); n > 0 {
+	if recorded, byFiles := replayedCount(cp.Snapshots); recorded+byFiles > 0 {
 		verb = "rebased"
 		if req.DryRun {
 			verb = "would rebase"
 		}
-		out.Reason = fmt.Sprintf("%s: %s %d snapshot(s) of the source onto the target's head, %d by replaying its recorded operation",
-			c.Class, verb, len(cp.Snapshots), n)
+		var how []string
+		if recorded > 0 {
+			how = append(how, fmt.Sprintf("%d by replaying its recorded operation", recorded))
+		}
+		if byFiles > 0 {
+			how = append(how, fmt.Sprintf("%d by replaying its file changes", byFiles))
+		}
+		out.Reason = fmt.Sprintf("%s: %s %d snapshot(s) of the source onto the target's head, %s",
+			c.Class, verb, len(cp.Snapshots), strings.Join(how, ", "))
 	}
 	return out, icebergtable.TableContent(tgt.ID, f), nil
 }

@@ -17,9 +17,10 @@ package mergeengine_test
 //     the warehouse's metadata files and manifest lists are unchanged),
 //     and names exactly the tables the model refuses, each with the
 //     class and reason the model predicts (file-conflict, partition-overlap
-//     under refuse or with duplicate identifier keys under check, a
-//     source snapshot without a record that removes files, or a recorded
-//     one whose replay would lose the target's rows).
+//     under refuse or with duplicate identifier keys under check, or a
+//     recorded snapshot whose replay would lose the target's rows); a
+//     source snapshot without a record that removes files, with no file
+//     conflict, is replayed by its own file changes.
 //
 // The model is the merge rules of mergeengine/README.md and
 // classify/README.md restated over in-memory files, not the code.
@@ -263,7 +264,8 @@ func changesOf(snaps []*modelSnap) sideChanges {
 // the source kept); the rule again for days both touched outside the
 // replayed ones; the cherry-pick, oldest first (a replay needs every live
 // file of its day on the target to be its input or a rewrite of it; an
-// unrecorded delete or overwrite cannot be picked); the duplicate-key
+// unrecorded delete or overwrite removes exactly the files it removed,
+// live on the target since nothing conflicts); the duplicate-key
 // check. The tables keep Iceberg's default serializable isolation.
 func predict(t *testing.T, base, src, tgt *modelTable) (why []string, picked []*modelSnap, class string) {
 	srcSnaps, tgtSnaps := src.since(t, base), tgt.since(t, base)
@@ -318,7 +320,7 @@ func predict(t *testing.T, base, src, tgt *modelTable) (why []string, picked []*
 		}
 		if !p.recorded {
 			if !conflict {
-				continue // the cherry-pick refuses it
+				continue // replayed by its own file changes
 			}
 			return planRefusal("snapshot", "records no operation to replay"), nil, class
 		}
@@ -374,7 +376,14 @@ func predict(t *testing.T, base, src, tgt *modelTable) (why []string, picked []*
 				c.removed = append(c.removed, f)
 			}
 		case p.op != "append":
-			return refuse("snapshot does not only add files"), nil, class
+			// No record and no file conflict: its own file changes are
+			// the merge, every file it removed live on the target.
+			for _, f := range p.removed {
+				if !slices.Contains(live, f) {
+					t.Fatalf("model: snapshot of %s removes a file not live on the target without a file conflict", src.name)
+				}
+			}
+			c.removed = p.removed
 		}
 		live = liveAfter(live, c)
 		picked = append(picked, c)

@@ -44,10 +44,12 @@ import (
 // replayPlan turns a table's picks into picks and replays, or says why it
 // cannot ("" when it can). It also returns the partitions the replays
 // replace. A file conflict needs every snapshot that is not an append
-// replayed; in a disjoint or overlapping merge, a recorded overwrite or
-// delete is replayed too (its manifests rewrote its parent's, so it
-// cannot be re-listed), and an unrecorded one is left to the cherry-pick,
-// which refuses it.
+// replayed from its record; in a disjoint or overlapping merge, a
+// recorded overwrite or delete is replayed from its record too (its
+// manifests rewrote its parent's, so it cannot be re-listed), and any
+// other snapshot that is not an append is replayed by its own file
+// changes (Replay.ByFiles): with no file conflict, the files it removed
+// are live and unchanged on the target.
 func replayPlan(key versionstore.ContentKey, c *classify.Table, srcMeta, tgtMeta table.Metadata, picks []tablemerge.Pick) ([]tablemerge.Pick, map[string]bool, string) {
 	conflict := c.Class == classify.FileConflict
 	byID := map[int64]classify.Snapshot{}
@@ -68,6 +70,12 @@ func replayPlan(key versionstore.ContentKey, c *classify.Table, srcMeta, tgtMeta
 		}
 		if !rec.Replayable() {
 			if !conflict {
+				// The classifier found no file conflict: every file the
+				// snapshot removed is still live and unchanged on the
+				// target, and the table's isolation level holds. Its own
+				// file changes are the merge (a copy-on-write rewrite, a
+				// MERGE INTO, a statement that replaced its delete files).
+				out[i].Replay = &tablemerge.Replay{ByFiles: true}
 				continue
 			}
 			return nil, nil, fmt.Sprintf("snapshot %d (%s) records no operation to replay (%s overwrite-partitions or delete-partitions, with %s and %s; see mergeengine/OPERATIONS.md)",
@@ -227,13 +235,19 @@ func outside(ps []classify.Partition, replaced map[string]bool) []classify.Parti
 	return out
 }
 
-// replayedCount is how many of snaps a replay wrote.
-func replayedCount(snaps []table.Snapshot) int {
-	n := 0
+// replayedCount is how many of snaps a replay wrote: from a record, and
+// by the source's own file changes.
+func replayedCount(snaps []table.Snapshot) (recorded, byFiles int) {
 	for _, s := range snaps {
-		if s.Summary != nil && s.Summary.Properties[tablemerge.SummaryReplayed] == "true" {
-			n++
+		if s.Summary == nil {
+			continue
+		}
+		switch s.Summary.Properties[tablemerge.SummaryReplayed] {
+		case tablemerge.ReplayedRecord:
+			recorded++
+		case tablemerge.ReplayedFiles:
+			byFiles++
 		}
 	}
-	return n
+	return recorded, byFiles
 }

@@ -149,8 +149,11 @@ func (d *scenario) snapshots(t *testing.T, td *datadriven.TestData) string {
 					names = "names a snapshot of " + ref
 				}
 				fmt.Fprintf(&b, " %s=%s, %s", tablemerge.SummarySourceRef, ref, names)
-				if p[tablemerge.SummaryReplayed] == "true" {
+				switch p[tablemerge.SummaryReplayed] {
+				case tablemerge.ReplayedRecord:
 					b.WriteString(", replayed")
+				case tablemerge.ReplayedFiles:
+					b.WriteString(", replayed by files")
 				}
 			}
 			b.WriteString("\n")

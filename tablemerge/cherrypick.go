@@ -202,7 +202,10 @@ func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) 
 			}
 			all, mine = r.listed, r.mine
 			summary = pickedSummary(r.source, p.Parent, parent, req.SourceRef)
-			summary.Properties[SummaryReplayed] = "true"
+			summary.Properties[SummaryReplayed] = ReplayedRecord
+			if p.Replay.ByFiles {
+				summary.Properties[SummaryReplayed] = ReplayedFiles
+			}
 		} else {
 			relisted, written, err := pickManifests(ctx, files, head, p, id, onTarget, req.AppendOnly, !req.ReuseManifests)
 			res.Written = append(res.Written, written...)

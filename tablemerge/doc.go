@@ -2,8 +2,8 @@
 // cherry-picks snapshots from one lineage of a table onto the head of
 // another, writing new manifest lists and returning new table metadata.
 // The server's zero-retry appends (an append whose parent went stale is
-// re-parented onto the new head) and the coming Iceberg-aware merges and
-// rebases are built on it.
+// re-parented onto the new head) and the Iceberg-aware merges and rebases
+// are built on it.
 //
 // A cherry-pick re-lists the source snapshot's own manifests after the
 // target head's: data and delete files are never copied or rewritten;
@@ -12,10 +12,12 @@
 // other sequence numbers), except a merge-append's (Iceberg Java's
 // default), which also carries earlier files as EXISTING entries: the
 // pick gets a new manifest of its ADDED entries. The zero-retry rebase
-// re-lists a client's new manifests as they are (Request.ReuseManifests). A pick may instead be
-// the replay of a partition overwrite or delete (Pick.Replay): the head's
-// manifests holding the files it replaces are rewritten with those
-// entries DELETED. It writes manifests and manifest lists only, through
+// re-lists a client's new manifests as they are (Request.ReuseManifests).
+// A pick may instead be a replay (Pick.Replay): of a recorded partition
+// overwrite or delete, or of the snapshot's own file changes (a row-level
+// UPDATE, DELETE or MERGE INTO, the three-way merge of files): the head's
+// manifests holding the files it removes are rewritten with those entries
+// DELETED. It writes manifests and manifest lists only, through
 // the Files it is given; the caller writes the metadata file (with
 // icebergtable) and commits it.
 //

@@ -14,14 +14,22 @@ import (
 )
 
 // SummaryReplayed marks a snapshot written by replaying its source's
-// operation on the target's head (Pick.Replay) rather than by re-listing
-// its manifests.
+// change on the target's head (Pick.Replay) rather than by re-listing its
+// manifests: ReplayedRecord for a recorded partition-level operation,
+// ReplayedFiles for the source's own file changes (Replay.ByFiles).
 const SummaryReplayed = "floe.merge.replayed"
+
+// Values of SummaryReplayed.
+const (
+	ReplayedRecord = "true"
+	ReplayedFiles  = "files"
+)
 
 // ErrNotReplayable: replaying the operation on the target's head would not
 // do what it did on its own lineage: a file of its partitions is live on
-// the target that was neither in its input nor a rewrite of its input, or
-// the snapshot touched files outside the partitions it says it replaced.
+// the target that was neither in its input nor a rewrite of its input, the
+// snapshot touched files outside the partitions it says it replaced, or
+// (ByFiles) a file it removed is no longer live on the target.
 var ErrNotReplayable = errors.New("operation cannot be replayed on the target")
 
 // Replay makes a pick the replay of a partition-level operation (an
@@ -32,14 +40,26 @@ var ErrNotReplayable = errors.New("operation cannot be replayed on the target")
 // decides that replaying is right (the operation's record, the table's
 // isolation, what the target did to those partitions); the replay checks
 // the files.
+//
+// With ByFiles the replay is of the snapshot's file changes themselves,
+// with no record: what a copy-on-write UPDATE, DELETE or MERGE INTO, or a
+// merge-on-read statement that replaced its own delete files, did. The
+// files it removed are removed from the head, and every one of them must
+// still be live there; the files it added are added. This is the three-way
+// merge of live files (the target's, plus what the source added, minus
+// what it removed), right when the caller has checked that the target
+// changed none of those files and that the table's isolation level holds
+// (package classify: no file conflict).
 type Replay struct {
 	// InScope reports whether a data or delete file lies in the
-	// partitions the operation replaced or deleted.
+	// partitions the operation replaced or deleted (not ByFiles).
 	InScope func(f iceberg.DataFile) bool
 	// Rewritten are files the target added by rewriting (compacting)
 	// files of the operation's input without changing their rows. They
-	// are removed with the input they replaced.
+	// are removed with the input they replaced (not ByFiles).
 	Rewritten map[string]bool
+	// ByFiles replays the snapshot's own file changes (above).
+	ByFiles bool
 }
 
 // replayed is what replayManifests made of one pick.
@@ -107,7 +127,7 @@ func replayManifests(ctx context.Context, files Files, head table.Metadata, head
 			df := e.DataFile()
 			switch e.Status() {
 			case iceberg.EntryStatusADDED:
-				if !p.Replay.InScope(df) {
+				if !p.Replay.ByFiles && !p.Replay.InScope(df) {
 					outside = append(outside, df.FilePath())
 				}
 				if why := inherits(m, e); why != "" {
@@ -115,10 +135,10 @@ func replayManifests(ctx context.Context, files Files, head table.Metadata, head
 				}
 				a.added = append(a.added, e)
 			case iceberg.EntryStatusDELETED:
-				if !p.Replay.InScope(df) {
+				if !p.Replay.ByFiles && !p.Replay.InScope(df) {
 					outside = append(outside, df.FilePath())
 				}
-				removed[df.FilePath()] = true
+				removed[fileKey(df)] = true
 				a.whole = false
 			default:
 				a.whole = false
@@ -137,6 +157,7 @@ func replayManifests(ctx context.Context, files Files, head table.Metadata, head
 	// the replay is refused.
 	var c counts
 	var unsafe []string
+	live := map[string]bool{} // ByFiles: removed files found live on the head
 	for _, m := range headManifests {
 		entries, err := readEntries(ctx, files, m, true)
 		if err != nil {
@@ -145,17 +166,24 @@ func replayManifests(ctx context.Context, files Files, head table.Metadata, head
 		var drop []bool
 		for i, e := range entries {
 			df := e.DataFile()
-			if !p.Replay.InScope(df) {
-				continue
-			}
-			if !removed[df.FilePath()] && !p.Replay.Rewritten[df.FilePath()] {
-				// A delete file the operation left live applies, after the
-				// replay, to nothing: its partition's data files are gone
-				// and the added ones are newer. Kept, as on the source.
-				if df.ContentType() == iceberg.EntryContentData {
-					unsafe = append(unsafe, df.FilePath())
+			switch {
+			case p.Replay.ByFiles:
+				if !removed[fileKey(df)] {
+					continue
 				}
+				live[fileKey(df)] = true
+			case !p.Replay.InScope(df):
 				continue
+			default:
+				if !removed[fileKey(df)] && !p.Replay.Rewritten[df.FilePath()] {
+					// A delete file the operation left live applies, after the
+					// replay, to nothing: its partition's data files are gone
+					// and the added ones are newer. Kept, as on the source.
+					if df.ContentType() == iceberg.EntryContentData {
+						unsafe = append(unsafe, df.FilePath())
+					}
+					continue
+				}
 			}
 			if drop == nil {
 				drop = make([]bool, len(entries))
@@ -187,6 +215,18 @@ func replayManifests(ctx context.Context, files Files, head table.Metadata, head
 	if len(unsafe) > 0 {
 		return r, fmt.Errorf("%w: snapshot %d: the target's files %s of the replaced partitions were not in the operation's input",
 			ErrNotReplayable, src.SnapshotID, named(unsafe))
+	}
+	if p.Replay.ByFiles {
+		var gone []string
+		for path := range removed {
+			if !live[path] {
+				gone = append(gone, path)
+			}
+		}
+		if len(gone) > 0 {
+			return r, fmt.Errorf("%w: snapshot %d removed files that are no longer live on the target: %s",
+				ErrNotReplayable, src.SnapshotID, named(gone))
+		}
 	}
 
 	for _, a := range adds {
@@ -308,6 +348,17 @@ func (c *counts) summary(src *table.Summary) *table.Summary {
 	set("removed-equality-deletes", c.removedEq)
 	set("changed-partition-count", int64(len(c.partitions)))
 	return &table.Summary{Operation: op, Properties: props}
+}
+
+// fileKey names a data or delete file within a table. A deletion vector
+// is a blob of a Puffin file that may hold the vectors of other data
+// files too, each its own manifest entry: it is named by the file and the
+// blob's offset, so removing one vector never takes its neighbours.
+func fileKey(df iceberg.DataFile) string {
+	if off := df.ContentOffset(); off != nil {
+		return df.FilePath() + "@" + strconv.FormatInt(*off, 10)
+	}
+	return df.FilePath()
 }
 
 func named(paths []string) string {

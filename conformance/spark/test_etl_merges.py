@@ -1,0 +1,133 @@
+"""Merges of what real ETL writes: Spark's row-level statements on a catalog
+branch while main appends elsewhere, merged with `floe merge` and read back
+through Spark.
+
+Copy-on-write UPDATE/DELETE/MERGE INTO remove and rewrite data files, and a
+second merge-on-read statement replaces the first one's delete file (v2) or
+deletion vector (v3). No operation record is set: floe merges the branch's
+file changes onto main's head (the three-way merge of live files), because
+every file the branch removed is still live and unchanged on main and main
+appended only to another partition.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+
+import pytest
+from floeproc import FloeServer
+
+from helpers import create_orders, rows
+
+CASES = [
+    pytest.param(2, "copy-on-write", id="v2-cow"),
+    pytest.param(2, "merge-on-read", id="v2-mor"),
+    pytest.param(3, "copy-on-write", id="v3-cow"),
+    pytest.param(3, "merge-on-read", id="v3-mor"),
+]
+
+
+def add_catalog(spark, floe: FloeServer, name: str, warehouse: str) -> None:
+    """Add a Spark catalog on warehouse to the running session."""
+    spark.conf.set(f"spark.sql.catalog.{name}", "org.apache.iceberg.spark.SparkCatalog")
+    spark.conf.set(f"spark.sql.catalog.{name}.type", "rest")
+    spark.conf.set(f"spark.sql.catalog.{name}.uri", floe.uri)
+    spark.conf.set(f"spark.sql.catalog.{name}.warehouse", warehouse)
+    spark.conf.set(f"spark.sql.catalog.{name}.cache-enabled", "false")
+
+
+def floe_cli(floe: FloeServer, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(floe.bin), *args, "--server", floe.uri],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(("version", "mode"), CASES)
+def test_row_level_branch_merges_over_main_appends(spark, floe: FloeServer, version: int, mode: str) -> None:
+    ns = f"etl_{uuid.uuid4().hex[:8]}"
+    branch = f"etl_{uuid.uuid4().hex[:6]}"
+    t = f"{ns}.orders"
+    spark.sql(f"CREATE NAMESPACE floe.{ns}")
+    create_orders(spark, f"floe.{t}", version, mode)
+    spark.sql(
+        f"INSERT INTO floe.{t} VALUES (1, 'books', 10.0), (2, 'games', 20.0), (3, 'games', 30.0), (4, 'games', 40.0)"
+    )
+    main = floe.nessie("GET", "/trees/main")["reference"]
+    floe.nessie("POST", f"/trees?name={branch}&type=BRANCH", main)
+    cat = f"c_{branch}"
+    add_catalog(spark, floe, cat, f"lake@{branch}")
+
+    # The branch's ETL: a MERGE INTO, then a DELETE and an UPDATE, all in
+    # the games partition. The second and third statements in
+    # merge-on-read replace the delete file or deletion vector the first
+    # wrote for the same data file.
+    spark.createDataFrame(
+        [(2, "games", 22.0), (5, "games", 50.0), (4, "games", -1.0)], "id BIGINT, category STRING, amount DOUBLE"
+    ).createOrReplaceTempView("changes")
+    spark.sql(
+        f"""MERGE INTO {cat}.{t} t USING changes s ON t.id = s.id
+        WHEN MATCHED AND s.amount < 0 THEN DELETE
+        WHEN MATCHED THEN UPDATE SET t.amount = s.amount
+        WHEN NOT MATCHED THEN INSERT *"""
+    )
+    spark.sql(f"DELETE FROM {cat}.{t} WHERE id = 3")
+    spark.sql(f"UPDATE {cat}.{t} SET amount = amount + 1 WHERE id = 5")
+    branch_rows = [(1, "books", 10.0), (2, "games", 22.0), (5, "games", 51.0)]
+    assert rows(spark, f"SELECT * FROM {cat}.{t}") == branch_rows
+    ops = [r[0] for r in spark.sql(f"SELECT operation FROM {cat}.{t}.snapshots ORDER BY committed_at").collect()]
+    assert set(ops[1:]) & {"overwrite", "delete"}, ops
+
+    # Main appends to another partition meanwhile.
+    spark.sql(f"INSERT INTO floe.{t} VALUES (6, 'books', 60.0)")
+
+    proc = floe_cli(floe, "merge", branch, "--into", "main")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    want = sorted(branch_rows + [(6, "books", 60.0)])
+    assert rows(spark, f"SELECT * FROM floe.{t}") == want
+    assert rows(spark, f"SELECT * FROM {cat}.{t}") == branch_rows
+
+    # The branch's statements were replayed by their file changes, each
+    # naming the snapshot it copies.
+    replayed = rows(
+        spark,
+        f"SELECT summary['floe.merge.replayed'] FROM floe.{t}.snapshots "
+        "WHERE summary['floe.merge.source-ref'] IS NOT NULL",
+    )
+    assert replayed and all(r == ("files",) for r in replayed), replayed
+
+    # Merging again changes nothing; main stays readable and writable.
+    proc = floe_cli(floe, "merge", branch, "--into", "main")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert rows(spark, f"SELECT * FROM floe.{t}") == want
+    spark.sql(f"DELETE FROM floe.{t} WHERE id = 1")
+    assert rows(spark, f"SELECT id FROM floe.{t}") == [(2,), (5,), (6,)]
+
+
+def test_row_level_conflict_is_refused_and_writes_nothing(spark, floe: FloeServer) -> None:
+    """Both sides delete from one data file under copy-on-write: both
+    rewrote it, a real conflict; the merge is refused naming the table and
+    neither side's rows change."""
+    ns = f"etlc_{uuid.uuid4().hex[:8]}"
+    branch = f"etlc_{uuid.uuid4().hex[:6]}"
+    t = f"{ns}.orders"
+    spark.sql(f"CREATE NAMESPACE floe.{ns}")
+    create_orders(spark, f"floe.{t}", 2, "copy-on-write")
+    spark.sql(f"INSERT INTO floe.{t} VALUES (1, 'games', 10.0), (2, 'games', 20.0), (3, 'games', 30.0)")
+    main = floe.nessie("GET", "/trees/main")["reference"]
+    floe.nessie("POST", f"/trees?name={branch}&type=BRANCH", main)
+    cat = f"c_{branch}"
+    add_catalog(spark, floe, cat, f"lake@{branch}")
+
+    spark.sql(f"DELETE FROM {cat}.{t} WHERE id = 1")
+    spark.sql(f"DELETE FROM floe.{t} WHERE id = 3")
+    head = floe.nessie("GET", "/trees/main")["reference"]["hash"]
+
+    proc = floe_cli(floe, "merge", branch, "--into", "main")
+    assert proc.returncode != 0, proc.stdout
+    out = proc.stdout + proc.stderr
+    assert f"{ns}.orders" in out and "file-conflict" in out, out
+    assert floe.nessie("GET", "/trees/main")["reference"]["hash"] == head
+    assert rows(spark, f"SELECT id FROM floe.{t}") == [(1,), (2,)]
+    assert rows(spark, f"SELECT id FROM {cat}.{t}") == [(2,), (3,)]
