@@ -201,6 +201,8 @@ func (d *scenario) run(t *testing.T, td *datadriven.TestData) string {
 		d.appendRows(t, td)
 	case "alter":
 		d.alter(t, td)
+	case "delete":
+		d.deleteRow(t, td)
 	case "validator":
 		d.useBuiltin(t, td)
 	case "merge":
@@ -358,7 +360,13 @@ func (d *scenario) createTable(t *testing.T, td *datadriven.TestData) {
 		}
 	}
 	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "day", Transform: iceberg.DayTransform{}})
-	if _, err := cat.CreateTable(ctx, id, testSchema, catalog.WithPartitionSpec(&spec)); err != nil {
+	props := iceberg.Properties{}
+	for _, kv := range strings.Split(optArg(td, "properties", ""), ",") {
+		if k, v, ok := strings.Cut(kv, ":"); ok {
+			props[k] = v
+		}
+	}
+	if _, err := cat.CreateTable(ctx, id, testSchema, catalog.WithPartitionSpec(&spec), catalog.WithProperties(props)); err != nil {
 		td.Fatalf(t, "create: %v", err)
 	}
 }
@@ -415,6 +423,24 @@ func (d *scenario) alter(t *testing.T, td *datadriven.TestData) {
 	}
 	if _, err := tx.Commit(t.Context()); err != nil {
 		td.Fatalf(t, "alter: %v", err)
+	}
+}
+
+// delete [on=BRANCH] table=T id=N: a row-level delete of one row, by
+// the table's write.delete.mode: copy-on-write rewrites its file,
+// merge-on-read adds a position delete file (a deletion vector on v3).
+func (d *scenario) deleteRow(t *testing.T, td *datadriven.TestData) {
+	tbl := d.load(t, td)
+	id, err := strconv.ParseInt(arg(t, td, "id"), 10, 64)
+	if err != nil {
+		td.Fatalf(t, "id: %v", err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.Delete(t.Context(), iceberg.EqualTo(iceberg.Reference("id"), id), nil); err != nil {
+		td.Fatalf(t, "delete: %v", err)
+	}
+	if _, err := tx.Commit(t.Context()); err != nil {
+		td.Fatalf(t, "delete: %v", err)
 	}
 }
 
