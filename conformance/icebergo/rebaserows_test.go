@@ -127,6 +127,12 @@ func TestZeroRetryRowLevel(t *testing.T) {
 					t.Errorf("row-level conflicts counted: %v", after)
 				}
 				meta := final.Metadata()
+				// Rebased as the appends are: the snapshot names itself as
+				// its source on main, and is not marked a replayed record.
+				sum := meta.CurrentSnapshot().Summary.Properties
+				if sum["floe.merge.source-ref"] != "main" || sum["floe.merge.replayed"] != "" {
+					t.Errorf("rebased overwrite's summary %v", sum)
+				}
 				var seqs []int64
 				for s := meta.CurrentSnapshot(); s != nil; {
 					seqs = append(seqs, s.SequenceNumber)
