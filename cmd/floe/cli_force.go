@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"golang.org/x/term"
@@ -52,10 +53,12 @@ func discards(res *nessieclient.MergeResponse) []*nessieclient.Discard {
 // the target made to a table since the merge base, returns nil only when
 // allowed (--discard-target-changes) or confirmed on a terminal (in, when
 // it is one, with the question and the discards on out); otherwise an
-// error naming each table and what would be lost.
+// error naming each table and what would be lost. When it goes on, each
+// such key of req is pinned to the content the dry run saw on the target
+// (pinForced): what is discarded is what was shown.
 func confirmForce(ctx context.Context, cl *nessieclient.Client, in io.Reader, out io.Writer, allowed bool,
-	source string, target *nessieclient.Reference, req nessieclient.MergeRequest) error {
-	dry := req
+	source string, target *nessieclient.Reference, req *nessieclient.MergeRequest) error {
+	dry := *req
 	dry.DryRun, dry.ReturnConflictAsResult, dry.Classify = true, true, true
 	res, err := cl.Merge(ctx, target.Name, target.Hash, dry)
 	if err != nil {
@@ -66,14 +69,14 @@ func confirmForce(ctx context.Context, cl *nessieclient.Client, in io.Reader, ou
 		return nil // FORCE loses nothing of the target
 	}
 	if allowed {
-		return nil
+		return pinForced(ctx, cl, target, req, ds)
 	}
 	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		printDiscards(out, target.Name, ds)
 		fmt.Fprintf(out, "Discard these changes of %s? [y/N] ", target.Name)
 		line, _ := bufio.NewReader(in).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(line)); a == "y" || a == "yes" {
-			return nil
+			return pinForced(ctx, cl, target, req, ds)
 		}
 		return fmt.Errorf("merge %s into %s: not done: FORCE would discard %s's changes, and they were not confirmed", source, target.Name, target.Name)
 	}
@@ -84,6 +87,29 @@ func confirmForce(ctx context.Context, cl *nessieclient.Client, in io.Reader, ou
 	return fmt.Errorf("merge %s into %s: not done: FORCE would discard what %s changed since the merge base: %s; "+
 		"take %s into %s first and merge again, or pass --discard-target-changes to discard it",
 		source, target.Name, target.Name, strings.Join(parts, "; "), target.Name, source)
+}
+
+// pinForced makes each key whose discards were reported a FORCE that
+// expects the target's content the dry run read (at target.Hash): if the
+// target changes the table before the merge is made, the merge conflicts
+// instead of discarding more than was shown. A table the target dropped
+// has no content to expect.
+func pinForced(ctx context.Context, cl *nessieclient.Client, target *nessieclient.Reference, req *nessieclient.MergeRequest, ds []*nessieclient.Discard) error {
+	for _, d := range ds {
+		if d.TargetDropped {
+			continue
+		}
+		key := nessieclient.ContentKey{Elements: d.Key}
+		c, err := cl.Content(ctx, target.Name+"@"+target.Hash, key)
+		if err != nil {
+			return fmt.Errorf("read %s on %s: %w", key, target.Name, err)
+		}
+		req.KeyMergeModes = slices.DeleteFunc(req.KeyMergeModes, func(km nessieclient.KeyMergeMode) bool {
+			return slices.Equal(km.Key.Elements, key.Elements)
+		})
+		req.KeyMergeModes = append(req.KeyMergeModes, nessieclient.KeyMergeMode{Key: key, MergeBehavior: "FORCE", ExpectedTargetContent: c.Content})
+	}
+	return nil
 }
 
 // printDiscards lists, per forced table, what the merge throws away of the

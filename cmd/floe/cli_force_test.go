@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -181,7 +182,9 @@ func TestMergeForceDiscards(t *testing.T) {
 
 // TestMergeForceConfirm: on a terminal, floe merge with FORCE shows what
 // it would discard and asks; "y" merges, anything else refuses and writes
-// nothing. The terminal is a real pseudo-terminal.
+// nothing; a confirmed FORCE whose target changed the table meanwhile
+// conflicts rather than discard more than was shown. The terminal is a
+// real pseudo-terminal.
 func TestMergeForceConfirm(t *testing.T) {
 	l := newForceLake(t)
 	e := l.e
@@ -201,6 +204,16 @@ func TestMergeForceConfirm(t *testing.T) {
 	if e.head("main") != head {
 		t.Fatal("an unconfirmed FORCE merge moved main")
 	}
+	// main appends while the question waits: what was shown is no longer
+	// all the merge would discard, so the confirmed merge conflicts and
+	// main keeps every row.
+	stderr, code = e.onTerminalAfter(t, "y\n", func() { l.appendRows(t, "main", "events", "2026-08-22", 4) }, args...)
+	if code == 0 || !strings.Contains(stderr, "ns.events") || !strings.Contains(stderr, "expected target content") {
+		t.Errorf("main changed during the question: exit %d, stderr:\n%s", code, stderr)
+	}
+	if got := l.ids(t, "main", "events"); !slices.Equal(got, []int64{1, 3, 4}) {
+		t.Fatalf("main's rows after a FORCE whose target moved: %v, want [1 3 4]", got)
+	}
 	stderr, code = e.onTerminal(t, "y\n", args...)
 	if code != 0 || !strings.Contains(stderr, "Discard these changes of main? [y/N]") {
 		t.Fatalf("answered y: exit %d, stderr:\n%s", code, stderr)
@@ -213,6 +226,12 @@ func TestMergeForceConfirm(t *testing.T) {
 // onTerminal runs the CLI with a pseudo-terminal as stdin, typing answer
 // into it, and returns stderr and the exit code.
 func (e *cliEnv) onTerminal(t *testing.T, answer string, args ...string) (string, int) {
+	return e.onTerminalAfter(t, answer, nil, args...)
+}
+
+// onTerminalAfter is onTerminal that, when meanwhile is set, types the
+// answer only once the question is on the screen, after meanwhile ran.
+func (e *cliEnv) onTerminalAfter(t *testing.T, answer string, meanwhile func(), args ...string) (string, int) {
 	t.Helper()
 	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
@@ -231,19 +250,64 @@ func (e *cliEnv) onTerminal(t *testing.T, answer string, args ...string) (string
 		t.Fatal(err)
 	}
 	defer pts.Close()
-	// Typed before the CLI reads: the terminal buffers the line.
-	if _, err := ptmx.WriteString(answer); err != nil {
-		t.Fatal(err)
+	if meanwhile == nil {
+		// Typed before the CLI reads: the terminal buffers the line.
+		if _, err := ptmx.WriteString(answer); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cmd := exec.Command(floeBin, args...)
 	cmd.Env = append(os.Environ(), "FLOE_SERVER=http://"+e.addr)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, &stdout, &stderr
-	err = cmd.Run()
+	var stdout bytes.Buffer
+	stderr := &promptWatch{prompt: "[y/N] ", seen: make(chan struct{})}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, &stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if meanwhile != nil {
+		select {
+		case <-stderr.seen:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatalf("floe %s asked nothing: %s", strings.Join(args, " "), stderr.String())
+		}
+		meanwhile()
+		if _, err := ptmx.WriteString(answer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = cmd.Wait()
 	if _, ok := err.(*exec.ExitError); err != nil && !ok {
 		t.Fatal(err)
 	}
 	t.Logf("floe %s on a terminal, typed %q: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), answer,
 		cmd.ProcessState.ExitCode(), stdout.String(), stderr.String())
 	return stderr.String(), cmd.ProcessState.ExitCode()
+}
+
+// promptWatch collects what the CLI writes and closes seen once prompt
+// was written.
+type promptWatch struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	prompt string
+	seen   chan struct{}
+	closed bool
+}
+
+func (w *promptWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if !w.closed && strings.Contains(w.buf.String(), w.prompt) {
+		w.closed = true
+		close(w.seen)
+	}
+	return len(p), nil
+}
+
+func (w *promptWatch) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }

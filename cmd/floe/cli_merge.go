@@ -120,7 +120,7 @@ func newMergeCommand() *cobra.Command {
 				return err
 			}
 			if forces(req) && !m.dryRun {
-				if err := confirmForce(ctx, cl, cmd.InOrStdin(), cmd.ErrOrStderr(), m.discardTarget, args[0], target, req); err != nil {
+				if err := confirmForce(ctx, cl, cmd.InOrStdin(), cmd.ErrOrStderr(), m.discardTarget, args[0], target, &req); err != nil {
 					return err
 				}
 			}

@@ -132,6 +132,9 @@ type Conflict struct {
 type KeyMergeMode struct {
 	Key           ContentKey `json:"key"`
 	MergeBehavior string     `json:"mergeBehavior"`
+	// ExpectedTargetContent, if set, is the content the target must hold
+	// for the key when the merge is made (else the key conflicts).
+	ExpectedTargetContent *Content `json:"expectedTargetContent,omitempty"`
 }
 
 // MergeRequest is the body of a merge or transplant.
