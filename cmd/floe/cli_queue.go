@@ -24,7 +24,8 @@ func newQueueCommand() *cobra.Command {
 		Long: "The merge queue is the single committer of its target branches: a request\n" +
 			"is merged by the target's worker, in arrival order, after its candidate\n" +
 			"(the merge onto the target's current head) passed validation; a\n" +
-			"structural change (schema, partition spec, sort order) waits for review.",
+			"change of a table's schema, partition spec or sort order waits for\n" +
+			"review (rules: schemaChanges), then lands as the merge engine merges it.",
 		Args: cobra.NoArgs,
 	}
 	f.register(cmd)
