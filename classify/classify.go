@@ -200,9 +200,16 @@ func decide(out *Table, src, tgt *sideChanges, tgtMeta table.Metadata) {
 // isolation must see the rows the target added to its partitions.
 func fileConflicts(src, tgt *sideChanges, tgtMeta table.Metadata) ([]string, string) {
 	var files, why []string
+	// Deletion vectors of one data file written on both sides merge as
+	// their union (tablemerge), and so does the vector of the base both
+	// replaced: it is no conflict.
+	unioned := deletionVectorsOnBothSides(src.deletesAdded, tgt.deletesAdded)
 	var both []string
 	var bothRows int64
 	for p, f := range src.removed {
+		if isDeletionVector(f) && unioned[f.ReferencedDataFile] {
+			continue
+		}
 		if _, ok := tgt.removed[p]; ok {
 			both = append(both, p)
 			if f.Content == "data" {
@@ -240,10 +247,6 @@ func fileConflicts(src, tgt *sideChanges, tgtMeta table.Metadata) ([]string, str
 		files = append(files, o...)
 		why = append(why, fmt.Sprintf("the source removed or rewrote data files %d delete file(s) of the target apply to", len(o)))
 	}
-	if dvs, n := deletionVectorsOnBothSides(src.deletesAdded, tgt.deletesAdded); n > 0 {
-		files = append(files, dvs...)
-		why = append(why, fmt.Sprintf("both sides wrote deletion vectors for %d data file(s), which may have one each (the union of both is not merged)", n))
-	}
 	var serial []string
 	serialParts := map[Partition]bool{}
 	for part, ops := range src.rowDeletes {
@@ -276,32 +279,29 @@ func fileConflicts(src, tgt *sideChanges, tgtMeta table.Metadata) ([]string, str
 	return files, strings.Join(why, "; ")
 }
 
-// deletionVectorsOnBothSides returns the deletion vectors each side added
-// for a data file the other side added one for too, and how many data
-// files have such a pair: a v3 table may hold
-// one vector per data file, so the two cannot both be listed. Position
-// delete files (v2) may be many per data file: a reader applies them all,
-// which is the union of both sides' deletes, so they are no conflict.
-func deletionVectorsOnBothSides(src, tgt map[string]File) (files []string, dataFiles int) {
-	byData := func(m map[string]File) map[string][]string {
-		out := map[string][]string{}
-		for p, f := range m {
+// deletionVectorsOnBothSides returns the data files each side wrote a
+// deletion vector for. A v3 table holds one vector per data file, so the
+// merge writes their union (package tablemerge), refusing when a row is in
+// both sides' new deletes; position delete files (v2) may be many per
+// data file, and a reader applies them all.
+func deletionVectorsOnBothSides(src, tgt map[string]File) map[string]bool {
+	byData := func(m map[string]File) map[string]bool {
+		out := map[string]bool{}
+		for _, f := range m {
 			if f.ReferencedDataFile != "" && isDeletionVector(f) {
-				out[f.ReferencedDataFile] = append(out[f.ReferencedDataFile], p)
+				out[f.ReferencedDataFile] = true
 			}
 		}
 		return out
 	}
 	s, t := byData(src), byData(tgt)
-	for data, ps := range s {
-		if qs, ok := t[data]; ok {
-			files = append(files, ps...)
-			files = append(files, qs...)
-			dataFiles++
+	out := map[string]bool{}
+	for data := range s {
+		if t[data] {
+			out[data] = true
 		}
 	}
-	slices.Sort(files)
-	return slices.Compact(files), dataFiles
+	return out
 }
 
 // isDeletionVector reports whether a delete file is a v3 deletion vector:

@@ -465,7 +465,7 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 	}
 	switch {
 	case errors.Is(err, tablemerge.ErrNotAdditive), errors.Is(err, tablemerge.ErrAlreadyPublished), errors.Is(err, tablemerge.ErrUnsupported),
-		errors.Is(err, tablemerge.ErrNotReplayable):
+		errors.Is(err, tablemerge.ErrNotReplayable), errors.Is(err, tablemerge.ErrRowConflict):
 		return refuse(err.Error())
 	case err != nil:
 		return nil, nil, fmt.Errorf("cherry-pick: %w", err)

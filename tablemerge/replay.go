@@ -99,6 +99,11 @@ func replayManifests(ctx context.Context, files Files, head table.Metadata, head
 		}
 	}
 	removed := map[string]bool{}
+	// ByFiles: the snapshot's deletion vectors by data file, to union
+	// with the other side's (dvunion.go), and those it replaced.
+	unions := map[string]*dvUnion{}
+	replacedDVs := map[string][]iceberg.DataFile{}
+	removedDVOf := map[string]string{} // a removed vector's key → its data file
 	var outside []string
 	type addedSet struct {
 		m     iceberg.ManifestFile
@@ -134,12 +139,20 @@ func replayManifests(ctx context.Context, files Files, head table.Metadata, head
 					return nil, fmt.Errorf("%w: manifest %s of snapshot %d pins the %s of %s", ErrUnsupported, m.FilePath(), src.SnapshotID, why, df.FilePath())
 				}
 				a.added = append(a.added, e)
+				if p.Replay.ByFiles && isDeletionVector(df) {
+					unions[*df.ReferencedDataFile()] = &dvUnion{dataFile: *df.ReferencedDataFile(), added: e}
+				}
 			case iceberg.EntryStatusDELETED:
 				if !p.Replay.ByFiles && !p.Replay.InScope(df) {
 					outside = append(outside, df.FilePath())
 				}
 				removed[fileKey(df)] = true
 				a.whole = false
+				if p.Replay.ByFiles && isDeletionVector(df) {
+					ref := *df.ReferencedDataFile()
+					replacedDVs[ref] = append(replacedDVs[ref], df)
+					removedDVOf[fileKey(df)] = ref
+				}
 			default:
 				a.whole = false
 			}
@@ -168,10 +181,25 @@ func replayManifests(ctx context.Context, files Files, head table.Metadata, head
 			df := e.DataFile()
 			switch {
 			case p.Replay.ByFiles:
-				if !removed[fileKey(df)] {
-					continue
+				if df.ContentType() == iceberg.EntryContentData {
+					if u := unions[df.FilePath()]; u != nil {
+						u.firstRowID = df.FirstRowID()
+					}
 				}
-				live[fileKey(df)] = true
+				if !removed[fileKey(df)] {
+					u := (*dvUnion)(nil)
+					if isDeletionVector(df) {
+						u = unions[*df.ReferencedDataFile()]
+					}
+					if u == nil {
+						continue
+					}
+					// The other side's vector of a data file the snapshot
+					// wrote one for: superseded by their union.
+					u.head = append(u.head, df)
+				} else {
+					live[fileKey(df)] = true
+				}
 			case !p.Replay.InScope(df):
 				continue
 			default:
@@ -219,13 +247,47 @@ func replayManifests(ctx context.Context, files Files, head table.Metadata, head
 	if p.Replay.ByFiles {
 		var gone []string
 		for path := range removed {
-			if !live[path] {
-				gone = append(gone, path)
+			if live[path] {
+				continue
 			}
+			if ref, ok := removedDVOf[path]; ok && len(unions[ref].headOrNil()) > 0 {
+				// A vector both sides replaced: the other side's
+				// replacement is unioned with this one's.
+				continue
+			}
+			gone = append(gone, path)
 		}
 		if len(gone) > 0 {
 			return r, fmt.Errorf("%w: snapshot %d removed files that are no longer live on the target: %s",
 				ErrNotReplayable, src.SnapshotID, named(gone))
+		}
+	}
+
+	if p.Replay.ByFiles {
+		cache := map[string][]byte{}
+		for _, u := range sortedUnions(unions) {
+			if len(u.head) == 0 {
+				continue
+			}
+			u.replaced = replacedDVs[u.dataFile]
+			spec := head.PartitionSpecByID(int(u.added.DataFile().SpecID()))
+			if spec == nil {
+				return r, fmt.Errorf("%w: deletion vector of %s uses partition spec %d, unknown to the target", ErrUnsupported, u.dataFile, u.added.DataFile().SpecID())
+			}
+			merged, loc, err := u.union(ctx, files, head.Location(), id, *spec, cache)
+			if loc != "" {
+				r.written = append(r.written, loc)
+			}
+			if err != nil {
+				return r, fmt.Errorf("snapshot %d: %w", src.SnapshotID, err)
+			}
+			for i := range adds {
+				for j, e := range adds[i].added {
+					if fileKey(e.DataFile()) == fileKey(u.added.DataFile()) {
+						adds[i].added[j], adds[i].whole = merged, false
+					}
+				}
+			}
 		}
 	}
 

@@ -131,3 +131,52 @@ def test_row_level_conflict_is_refused_and_writes_nothing(spark, floe: FloeServe
     assert floe.nessie("GET", "/trees/main")["reference"]["hash"] == head
     assert rows(spark, f"SELECT id FROM floe.{t}") == [(1,), (2,)]
     assert rows(spark, f"SELECT id FROM {cat}.{t}") == [(2,), (3,)]
+
+
+def test_deletion_vectors_of_one_file_on_both_sides_merge_as_their_union(spark, floe: FloeServer) -> None:
+    """v3 merge-on-read deletes of different rows of one data file on both
+    sides: a table may hold one deletion vector per data file, so floe
+    writes their union; the same row deleted on both sides is refused,
+    naming its _row_id, and nothing is written."""
+    ns = f"etldv_{uuid.uuid4().hex[:8]}"
+    t = f"{ns}.orders"
+    spark.sql(f"CREATE NAMESPACE floe.{ns}")
+    create_orders(spark, f"floe.{t}", 3, "merge-on-read")
+    spark.sql(f"INSERT INTO floe.{t} VALUES (1, 'games', 10.0), (2, 'games', 20.0), (3, 'games', 30.0), (4, 'games', 40.0)")
+    assert one_file(spark, f"floe.{t}")
+
+    branch = f"dv_{uuid.uuid4().hex[:6]}"
+    main = floe.nessie("GET", "/trees/main")["reference"]
+    floe.nessie("POST", f"/trees?name={branch}&type=BRANCH", main)
+    cat = f"c_{branch}"
+    add_catalog(spark, floe, cat, f"lake@{branch}")
+    spark.sql(f"DELETE FROM {cat}.{t} WHERE id = 1")
+    spark.sql(f"UPDATE {cat}.{t} SET amount = 21.0 WHERE id = 2")
+    spark.sql(f"DELETE FROM floe.{t} WHERE id = 4")
+
+    proc = floe_cli(floe, "merge", branch, "--into", "main")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert rows(spark, f"SELECT * FROM floe.{t}") == [(2, "games", 21.0), (3, "games", 30.0)]
+    # One live deletion vector per data file on main.
+    refs = [r[0] for r in spark.sql(f"SELECT referenced_data_file FROM floe.{t}.delete_files").collect()]
+    assert len(refs) == len(set(refs)), refs
+
+    # Now both sides delete row 3.
+    clash = f"dvc_{uuid.uuid4().hex[:6]}"
+    main = floe.nessie("GET", "/trees/main")["reference"]
+    floe.nessie("POST", f"/trees?name={clash}&type=BRANCH", main)
+    ccat = f"c_{clash}"
+    add_catalog(spark, floe, ccat, f"lake@{clash}")
+    spark.sql(f"DELETE FROM {ccat}.{t} WHERE id = 3")
+    spark.sql(f"DELETE FROM floe.{t} WHERE id = 3")
+    head = floe.nessie("GET", "/trees/main")["reference"]["hash"]
+    proc = floe_cli(floe, "merge", clash, "--into", "main")
+    assert proc.returncode != 0, proc.stdout
+    out = proc.stdout + proc.stderr
+    assert "rows changed on both sides" in out and "_row_id=" in out, out
+    assert floe.nessie("GET", "/trees/main")["reference"]["hash"] == head
+    assert rows(spark, f"SELECT id FROM floe.{t}") == [(2,)]
+
+
+def one_file(spark, table: str) -> bool:
+    return spark.sql(f"SELECT count(*) FROM {table}.data_files").collect()[0][0] == 1
