@@ -1,5 +1,7 @@
 package classify
 
+import "strconv"
+
 // Class says what a merge can do with a table both branches may have
 // changed since their merge base.
 type Class string
@@ -117,6 +119,19 @@ type File struct {
 	// ReferencedDataFile is the data file a position delete file or
 	// deletion vector applies to, when the writer recorded it.
 	ReferencedDataFile string `json:"referencedDataFile,omitempty"`
+	// ContentOffset is a deletion vector's offset in its Puffin file,
+	// which may hold the vectors of several data files.
+	ContentOffset *int64 `json:"contentOffset,omitempty"`
+}
+
+// key names the file within a table: its path, and for a deletion vector
+// the offset of its blob too, so two vectors in one Puffin file are two
+// files.
+func (f File) key() string {
+	if f.ContentOffset != nil {
+		return f.Path + "@" + strconv.FormatInt(*f.ContentOffset, 10)
+	}
+	return f.Path
 }
 
 // Partition is one partition of a spec, rendered as Iceberg renders

@@ -44,7 +44,7 @@ type sideChanges struct {
 }
 
 func (s *sideChanges) removedList() []File {
-	return slices.SortedFunc(maps.Values(s.removed), func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	return slices.SortedFunc(maps.Values(s.removed), func(a, b File) int { return strings.Compare(a.key(), b.key()) })
 }
 
 // readSide fills out with what meta's side added since base and returns
@@ -211,12 +211,12 @@ func (c *Classifier) readSnapshot(ctx context.Context, meta table.Metadata, s ta
 				if !deleteFile && op != string(table.OpReplace) {
 					ch.rowsAddedParts[f.Partition] = true
 				}
-				if _, ok := ch.removed[f.Path]; ok {
-					delete(ch.removed, f.Path)
+				if _, ok := ch.removed[f.key()]; ok {
+					delete(ch.removed, f.key())
 				} else if deleteFile {
-					ch.deletesAdded[f.Path] = f
+					ch.deletesAdded[f.key()] = f
 				} else {
-					ch.dataAdded[f.Path] = f
+					ch.dataAdded[f.key()] = f
 				}
 				if deleteFile && rowDelete {
 					markRowDelete(ch, f.Partition, op)
@@ -224,15 +224,15 @@ func (c *Classifier) readSnapshot(ctx context.Context, meta table.Metadata, s ta
 				continue
 			}
 			// Deleted.
-			_, addedHere := ch.dataAdded[f.Path]
-			_, delAddedHere := ch.deletesAdded[f.Path]
+			_, addedHere := ch.dataAdded[f.key()]
+			_, delAddedHere := ch.deletesAdded[f.key()]
 			switch {
 			case addedHere:
-				delete(ch.dataAdded, f.Path)
+				delete(ch.dataAdded, f.key())
 			case delAddedHere:
-				delete(ch.deletesAdded, f.Path)
+				delete(ch.deletesAdded, f.key())
 			default:
-				ch.removed[f.Path] = f
+				ch.removed[f.key()] = f
 				if !deleteFile && rowDelete {
 					markRowDelete(ch, f.Partition, op)
 				}
@@ -268,6 +268,7 @@ func fileOf(meta table.Metadata, e iceberg.ManifestEntry, snapshotID int64) File
 	if r := df.ReferencedDataFile(); r != nil {
 		f.ReferencedDataFile = *r
 	}
+	f.ContentOffset = df.ContentOffset()
 	return f
 }
 
@@ -326,7 +327,7 @@ func snapshotReport(s table.Snapshot) Snapshot {
 }
 
 func sortedFiles(m map[string]File) []File {
-	out := slices.SortedFunc(maps.Values(m), func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	out := slices.SortedFunc(maps.Values(m), func(a, b File) int { return strings.Compare(a.key(), b.key()) })
 	return orEmpty(out)
 }
 
