@@ -3,16 +3,24 @@ package mergequeue_test
 // BenchmarkSeedDay replays seed 000's "A Day in the Merge Queue", scaled
 // to one machine, through real Iceberg commits (iceberg-go through a real
 // floe server): on one fact table partitioned by day, 28 ingestion
-// branches append to today's partition, 8 transformation branches
-// overwrite a past day each (recording the operation) that a compaction
-// on main rewrote meanwhile, 3 feature branches (one changing the
-// schema) and 1 backfill touching six months publish into main. It runs
-// the day twice: through the queue (every writer submits at once, the
-// worker lands them), and as naive direct merges into main through the
-// Nessie API by the 40 writers at once, each retrying on 409 up to
-// naiveRetries times. Reported per mode: publishes per second, p50/p99
-// wait (submit to landed), client retries, failures, writes lost (rows of
-// a publish that succeeded missing from main) and duplicated rows.
+// branches append to today's partition, 8 transformation branches run a
+// MERGE INTO on a past day each (copy-on-write, as Spark's default: one
+// row updated, one inserted, the day's file rewritten; half of them then
+// DELETE a row, a second rewrite), with no operation record, while a
+// compaction on main rewrites older days, 3 feature branches (one
+// changing the schema) and 1 backfill touching six months publish into
+// main. It runs the day twice: through the queue (every writer submits
+// at once, the worker lands them), and as naive direct merges into main
+// through the Nessie API by the 40 writers at once, each retrying on 409
+// up to naiveRetries times. Reported per mode: publishes per second,
+// p50/p99 wait (submit to landed), client retries, failures, refusals,
+// writes lost (rows of a publish that succeeded, or of main before the
+// day, missing from main, or an update not applied), rows a published
+// DELETE or MERGE INTO removed that are still there, and duplicated rows.
+// Every mergeable branch must land (the schema change waits for review in
+// the queue) and no row may be lost, duplicated or left behind: the
+// benchmark fails otherwise. The naive run reports the queue's
+// throughput of the same run over its own (queue-x-naive).
 //
 //	go test -run '^$' -bench SeedDay -benchtime 1x ./mergequeue/
 
@@ -39,7 +47,6 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floe-catalog/floe/classify"
 	"github.com/floe-catalog/floe/mergequeue"
 	"github.com/floe-catalog/floe/testkit/testserver"
 	"github.com/floe-catalog/floe/versionstore"
@@ -48,6 +55,7 @@ import (
 const naiveRetries = 10
 
 func BenchmarkSeedDay(b *testing.B) {
+	throughput := map[string]float64{}
 	for _, mode := range []string{"queue", "naive"} {
 		b.Run(mode, func(b *testing.B) {
 			var res dayResult
@@ -69,28 +77,55 @@ func BenchmarkSeedDay(b *testing.B) {
 			b.ReportMetric(res.percentile(0.99), "p99-wait-s")
 			b.ReportMetric(float64(res.retries), "retries")
 			b.ReportMetric(float64(res.failures), "failures")
+			b.ReportMetric(float64(res.refusals), "refusals")
 			b.ReportMetric(float64(res.lost), "lost-rows")
 			b.ReportMetric(float64(res.dupes), "duplicate-rows")
+			b.ReportMetric(float64(res.leftover), "undeleted-rows")
 			b.ReportMetric(float64(res.review), "in-review")
-			// Through the queue the schema change waits for review (the
-			// default rules); a direct merge lands it, as the merge engine
-			// merges a compatible change made on one side.
-			if res.structuralOnMain && mode == "queue" {
-				b.Errorf("%s: the schema change reached main without review", mode)
+			throughput[mode] = res.throughput()
+			if q, n := throughput["queue"], throughput["naive"]; mode == "naive" && q > 0 && n > 0 {
+				b.ReportMetric(q/n, "queue-x-naive")
 			}
-			b.Logf("%s: %d published in %.2fs (%.1f/s), wait p50 %.2fs p99 %.2fs, %d retries, %d failures, %d in review, %d rows lost, %d duplicated",
+			b.Logf("%s: %d published in %.2fs (%.1f/s), wait p50 %.2fs p99 %.2fs, %d retries, %d failures, %d refusals, %d in review, %d rows lost, %d duplicated, %d not deleted",
 				mode, len(res.waits), res.elapsed.Seconds(), res.throughput(), res.percentile(0.5), res.percentile(0.99),
-				res.retries, res.failures, res.review, res.lost, res.dupes)
+				res.retries, res.failures, res.refusals, res.review, res.lost, res.dupes, res.leftover)
+			// Correctness, whatever the timings: every branch is mergeable,
+			// so none may be refused; no row may be lost, duplicated or
+			// survive a published delete. Through the queue the schema
+			// change waits for review (the default rules) and everything
+			// else lands; a direct merge lands it, as the merge engine
+			// merges a compatible change made on one side.
+			if res.refusals > 0 {
+				b.Errorf("%s: %d mergeable branch(es) refused", mode, res.refusals)
+			}
+			if res.lost > 0 || res.dupes > 0 || res.leftover > 0 {
+				b.Errorf("%s: main's rows are wrong: %d lost, %d duplicated, %d not deleted", mode, res.lost, res.dupes, res.leftover)
+			}
+			if mode == "queue" {
+				if res.structuralOnMain {
+					b.Errorf("%s: the schema change reached main without review", mode)
+				}
+				if res.failures > 0 || res.review != 1 || len(res.waits) != dayBranches-1 {
+					b.Errorf("%s: %d of %d landed, %d failed, %d in review; want all but the schema change landed, it in review",
+						mode, len(res.waits), dayBranches, res.failures, res.review)
+				}
+			}
 		})
 	}
 }
 
+// dayBranches is how many branches newDay makes: 28 ingestion shards, 8
+// transformations, 3 feature branches, 1 backfill.
+const dayBranches = 28 + 8 + 3 + 1
+
 // writer is one branch of the day and the rows it publishes.
 type writer struct {
 	branch string
-	ids    []int64 // rows it adds
-	// replaces is the day an overwrite replaces ("" for appends).
-	replaces string
+	ids    []int64 // rows it adds or updates: on main once each, when published
+	// updated are the rows it updated, by id, and their new ts; gone the
+	// rows it deleted.
+	updated map[int64]time.Time
+	gone    []int64
 }
 
 type day struct {
@@ -108,6 +143,10 @@ type dayResult struct {
 	published           map[string]bool // branch → landed
 	retries, failures   int
 	review, lost, dupes int
+	// refusals are merges refused as such (409 with floe's refusal) or,
+	// through the queue, requests that failed; leftover are rows a
+	// published writer deleted that main still holds.
+	refusals, leftover int
 	// structuralOnMain: the schema change reached main.
 	structuralOnMain bool
 }
@@ -139,10 +178,10 @@ func newDay(b *testing.B) *day {
 	if _, err := cat.CreateTable(ctx, ident("sales.orders"), testSchema, catalog.WithPartitionSpec(&spec)); err != nil {
 		b.Fatal(err)
 	}
-	// History: one file per day for the eight days before today, and
+	// History: one file per day for the twelve days before today, and
 	// today's first file.
-	for off := 8; off >= 0; off-- {
-		ids := d.appendRows(b, "main", dayOf(off), 2, nil)
+	for off := 12; off >= 0; off-- {
+		ids := d.appendRows(b, "main", dayOf(off), 3, nil)
 		d.initial[dayOf(off).Format(time.DateOnly)] = ids
 	}
 	main, _ := d.srv.Store.GetRef("main")
@@ -161,8 +200,11 @@ func newDay(b *testing.B) *day {
 	for k := range 8 {
 		w := branch(fmt.Sprintf("transform/agg-%d", k))
 		dd := dayOf(k + 1)
-		w.replaces = dd.Format(time.DateOnly)
-		w.ids = d.overwrite(b, w.branch, dd, 2)
+		old := d.initial[dd.Format(time.DateOnly)]
+		d.mergeInto(b, w, dd, old[0])
+		if k%2 == 0 {
+			d.deleteRow(b, w, old[1])
+		}
 	}
 	for _, off := range []int{20, 21} {
 		w := branch(fmt.Sprintf("feature/alex-%d", off))
@@ -174,10 +216,13 @@ func newDay(b *testing.B) *day {
 	for m := range 6 {
 		bf.ids = append(bf.ids, d.appendRows(b, bf.branch, dayOf(30*(m+1)), 2, nil)...)
 	}
-	// The nightly compaction on main rewrites the days the transforms
-	// overwrite, after they branched: they classify as file conflicts,
-	// rebased by replaying their recorded overwrites.
-	d.compact(b, "main", 1, 8)
+	// The nightly compaction on main rewrites older days after the
+	// branches were made: main changed the table too, so every merge is
+	// a three-way merge of files, and the transformations' rewrites are
+	// replayed by their file changes. (A compaction of the days they
+	// rewrote would be a file conflict: both sides removed the same
+	// files, which no merge resolves without reading rows.)
+	d.compact(b, "main", 9, 12)
 	return d
 }
 
@@ -243,22 +288,56 @@ func dayRange(at time.Time) iceberg.BooleanExpression {
 		iceberg.LessThan(ts, iceberg.Timestamp(at.Add(24*time.Hour).UnixMicro())))
 }
 
-// overwrite replaces a day's rows with n new ones, recording the
-// operation (pinned inputs) so the merge engine can replay it.
-func (d *day) overwrite(b *testing.B, branch string, at time.Time, n int) []int64 {
-	tbl := d.load(b, branch)
-	rows, ids := d.rows(b, tbl, at, n)
+// mergeInto writes what a copy-on-write MERGE INTO on day at writes
+// (`MERGE INTO orders USING agg ON id WHEN MATCHED THEN UPDATE SET ts
+// WHEN NOT MATCHED THEN INSERT`, matching row id and one new row): one
+// overwrite snapshot that removes the day's data file and adds the file
+// rewritten without the matched row, and the updated and inserted rows.
+// No operation is recorded: the merge engine merges it by its file
+// changes.
+func (d *day) mergeInto(b *testing.B, w *writer, at time.Time, id int64) {
+	tbl := d.load(b, w.branch)
+	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d.nextID++
+	inserted, updatedTS := d.nextID, at.Add(18*time.Hour)
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer bld.Release()
+	bld.Field(0).(*array.Int64Builder).AppendValues([]int64{id, inserted}, nil)
+	bld.Field(1).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{
+		arrow.Timestamp(updatedTS.UnixMicro()), arrow.Timestamp(at.Add(12 * time.Hour).UnixMicro())}, nil)
+	rec := bld.NewRecordBatch()
+	defer rec.Release()
+	rows := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
 	defer rows.Release()
-	props := iceberg.Properties{classify.OpKind: classify.OpKindOverwritePartitions,
-		classify.OpPartitions: "day=" + at.Format(time.DateOnly), classify.OpSourceSnapshotIDs: "none"}
+	matched := iceberg.NewAnd(dayRange(at), iceberg.EqualTo(iceberg.Reference("id"), id))
 	tx := tbl.NewTransaction()
-	if err := tx.OverwriteTable(b.Context(), rows, 1024, props, table.WithOverwriteFilter(dayRange(at))); err != nil {
+	if err := tx.OverwriteTable(b.Context(), rows, 1024, nil, table.WithOverwriteFilter(matched)); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := tx.Commit(b.Context()); err != nil {
 		b.Fatal(err)
 	}
-	return ids
+	w.ids = append(w.ids, id, inserted)
+	if w.updated == nil {
+		w.updated = map[int64]time.Time{}
+	}
+	w.updated[id] = updatedTS
+}
+
+// deleteRow writes what a copy-on-write `DELETE FROM orders WHERE id = ?`
+// writes: its file rewritten without the row. No operation is recorded.
+func (d *day) deleteRow(b *testing.B, w *writer, id int64) {
+	tx := d.load(b, w.branch).NewTransaction()
+	if err := tx.Delete(b.Context(), iceberg.EqualTo(iceberg.Reference("id"), id), nil); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := tx.Commit(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	w.gone = append(w.gone, id)
 }
 
 func (d *day) alter(b *testing.B, branch string) {
@@ -368,6 +447,9 @@ func (d *day) throughQueue(b *testing.B) dayResult {
 			res.review++
 		default:
 			res.failures++
+			if strings.Contains(r.Reason, "refused") {
+				res.refusals++
+			}
 			b.Logf("queue: %s %s: %s", d.writers[i].branch, r.State, r.Reason)
 		}
 	}
@@ -398,13 +480,16 @@ func (d *day) naive(b *testing.B) dayResult {
 					res.waits = append(res.waits, time.Since(began).Seconds())
 					mu.Unlock()
 					return
-				case status == http.StatusConflict && attempt < naiveRetries:
+				case status == http.StatusConflict && attempt < naiveRetries && !strings.Contains(msg, "floe: refused"):
 					res.retries++
 					mu.Unlock()
 					time.Sleep(time.Duration(5+rand.IntN(20)) * time.Millisecond)
 					continue
 				default:
 					res.failures++
+					if strings.Contains(msg, "floe: refused") {
+						res.refusals++
+					}
 					mu.Unlock()
 					b.Logf("naive: %s: %d %s", w.branch, status, msg)
 					return
@@ -436,7 +521,9 @@ func (d *day) nessieMerge(ctx context.Context, branch string, hash versionstore.
 }
 
 // check reads main back: every row of a publish that succeeded must be
-// there, once; the structural branch must not have landed.
+// there, once, with its update applied, and every row it deleted gone;
+// every row main held before the day that no published writer deleted
+// must be there too. It records whether the schema change landed.
 func (d *day) check(b *testing.B, res *dayResult) {
 	tbl := d.load(b, "main")
 	at, err := tbl.Scan().ToArrowTable(b.Context())
@@ -445,20 +532,45 @@ func (d *day) check(b *testing.B, res *dayResult) {
 	}
 	defer at.Release()
 	seen := map[int64]int{}
+	tsOf := map[int64]arrow.Timestamp{}
 	rd := array.NewTableReader(at, 1024)
 	defer rd.Release()
 	for rd.Next() {
 		ids := rd.RecordBatch().Column(0).(*array.Int64)
+		ts := rd.RecordBatch().Column(1).(*array.Timestamp)
 		for i := range ids.Len() {
 			seen[ids.Value(i)]++
+			tsOf[ids.Value(i)] = ts.Value(i)
 		}
 	}
+	deleted := map[int64]bool{}
 	for _, w := range d.writers {
 		if !res.published[w.branch] {
 			continue
 		}
 		for _, id := range w.ids {
 			if seen[id] == 0 {
+				res.lost++
+			}
+		}
+		for id, ts := range w.updated {
+			if seen[id] > 0 && tsOf[id] != arrow.Timestamp(ts.UnixMicro()) {
+				b.Logf("%s: row %d has its old value on main: the update was lost", w.branch, id)
+				res.lost++
+			}
+		}
+		for _, id := range w.gone {
+			deleted[id] = true
+			if seen[id] > 0 {
+				b.Logf("%s: row %d it deleted is still on main", w.branch, id)
+				res.leftover++
+			}
+		}
+	}
+	for _, ids := range d.initial {
+		for _, id := range ids {
+			if !deleted[id] && seen[id] == 0 {
+				b.Logf("row %d of main before the day is gone", id)
 				res.lost++
 			}
 		}
