@@ -45,26 +45,38 @@ import (
 )
 
 func TestMergeProperty(t *testing.T) {
+	propertySequences(t, "FLOE_MERGEPROP", 12, 3, func(t *testing.T, rng *rand.Rand) (*[]string, func(*testing.T, int)) {
+		p := &propRun{d: newScenario(t), rng: rng}
+		return &p.log, p.run
+	})
+}
+
+// propertySequences runs sequences of a property test, each a subtest
+// with its own seed, from the environment (PREFIX_SEED, the first
+// sequence's, by default from the clock; PREFIX_SEQUENCES; PREFIX_ROUNDS)
+// or the defaults. start makes one sequence: the log its run appends its
+// operations to, and the run. The log is written always: go test shows it
+// on failure (and with -v), with the line that reruns the sequence alone.
+func propertySequences(t *testing.T, prefix string, sequences, rounds int, start func(t *testing.T, rng *rand.Rand) (log *[]string, run func(t *testing.T, rounds int))) {
 	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("FLOE_MERGEPROP_SEED"); s != "" {
+	if s := os.Getenv(prefix + "_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			t.Fatalf("FLOE_MERGEPROP_SEED=%q: %v", s, err)
+			t.Fatalf("%s_SEED=%q: %v", prefix, s, err)
 		}
 		seed = v
 	}
-	sequences := envInt(t, "FLOE_MERGEPROP_SEQUENCES", 12)
-	rounds := envInt(t, "FLOE_MERGEPROP_ROUNDS", 3)
+	sequences = envInt(t, prefix+"_SEQUENCES", sequences)
+	rounds = envInt(t, prefix+"_ROUNDS", rounds)
 	for i := range sequences {
 		s := seed + uint64(i)
 		t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) {
-			p := &propRun{d: newScenario(t), rng: rand.New(rand.NewPCG(s, s))}
-			// Logged always: go test shows it on failure (and with -v).
+			log, run := start(t, rand.New(rand.NewPCG(s, s)))
 			t.Cleanup(func() {
-				t.Logf("rerun with FLOE_MERGEPROP_SEED=%d FLOE_MERGEPROP_SEQUENCES=1 FLOE_MERGEPROP_ROUNDS=%d; operations:\n%s",
-					s, rounds, strings.Join(p.log, "\n"))
+				t.Logf("rerun with %s_SEED=%d %s_SEQUENCES=1 %s_ROUNDS=%d; operations:\n%s",
+					prefix, s, prefix, prefix, rounds, strings.Join(*log, "\n"))
 			})
-			p.run(t, rounds)
+			run(t, rounds)
 		})
 	}
 }

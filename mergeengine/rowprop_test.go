@@ -30,37 +30,17 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestRowLevelMergeProperty(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("FLOE_ROWPROP_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("FLOE_ROWPROP_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	sequences := envInt(t, "FLOE_ROWPROP_SEQUENCES", 6)
-	rounds := envInt(t, "FLOE_ROWPROP_ROUNDS", 4)
-	for i := range sequences {
-		s := seed + uint64(i)
-		t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) {
-			r := &rowPropRun{propRun: propRun{d: newScenario(t), rng: rand.New(rand.NewPCG(s, s))}, fileOf: map[int]int{}}
-			defer func() {
-				if t.Failed() || testing.Verbose() {
-					t.Logf("rerun with FLOE_ROWPROP_SEED=%d FLOE_ROWPROP_SEQUENCES=1 FLOE_ROWPROP_ROUNDS=%d; operations:\n%s", s, rounds, strings.Join(r.log, "\n"))
-				}
-			}()
-			r.run(t, rounds)
-		})
-	}
+	propertySequences(t, "FLOE_ROWPROP", 6, 4, func(t *testing.T, rng *rand.Rand) (*[]string, func(*testing.T, int)) {
+		r := &rowPropRun{propRun: propRun{d: newScenario(t), rng: rng}, fileOf: map[int]int{}}
+		return &r.log, r.run
+	})
 }
 
 // rowPropDay is the one partition every row lives in.
