@@ -31,8 +31,9 @@ import (
 //     vectors the snapshot replaced (which hold the deletes both sides
 //     inherited from the merge base). The refusal names the rows by v3 row
 //     lineage, _row_id (the data file's first row id plus the position).
-//   - otherwise writes one vector holding the union in a new Puffin file,
-//     lists it instead of the snapshot's own vector, and removes the head's.
+//   - otherwise writes one vector holding the union, lists it instead of
+//     the snapshot's own vector, and removes the head's. The unions of one
+//     replay share one new Puffin file.
 
 // ErrRowConflict: both sides changed the same rows of a data file.
 var ErrRowConflict = errors.New("rows changed on both sides")
@@ -83,11 +84,8 @@ func readVector(ctx context.Context, files Files, df iceberg.DataFile, cache map
 	return bm, nil
 }
 
-// union decides one data file's vectors: the entry to list instead of
-// u.added (a vector of both sides' deletes, written to a new Puffin file
-// in the table's metadata directory, whose path is returned too), or
-// ErrRowConflict.
-func (u *dvUnion) union(ctx context.Context, files Files, tableLoc string, snapshotID int64, spec iceberg.PartitionSpec, cache map[string][]byte) (iceberg.ManifestEntry, string, error) {
+// merge returns the union of the data file's vectors, or ErrRowConflict.
+func (u *dvUnion) merge(ctx context.Context, files Files, cache map[string][]byte) (*dv.RoaringPositionBitmap, error) {
 	or := func(dfs []iceberg.DataFile) (*dv.RoaringPositionBitmap, error) {
 		out := dv.NewRoaringPositionBitmap()
 		for _, df := range dfs {
@@ -101,15 +99,15 @@ func (u *dvUnion) union(ctx context.Context, files Files, tableLoc string, snaps
 	}
 	mine, err := readVector(ctx, files, u.added.DataFile(), cache)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	theirs, err := or(u.head)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	inherited, err := or(u.replaced)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	var both []uint64
 	for pos := range mine.Positions() {
@@ -118,46 +116,86 @@ func (u *dvUnion) union(ctx context.Context, files Files, tableLoc string, snaps
 		}
 	}
 	if len(both) > 0 {
-		return nil, "", fmt.Errorf("%w: %d row(s) of data file %s were deleted or updated on both sides: %s",
+		return nil, fmt.Errorf("%w: %d row(s) of data file %s were deleted or updated on both sides: %s",
 			ErrRowConflict, len(both), u.dataFile, u.rowNames(both))
 	}
 	merged := dv.NewRoaringPositionBitmap()
 	merged.Or(mine)
 	merged.Or(theirs)
 	merged.RunLengthEncode()
-	blob, err := dv.SerializeDV(merged)
-	if err != nil {
-		return nil, "", fmt.Errorf("deletion vector of %s: %w", u.dataFile, err)
+	return merged, nil
+}
+
+// writeUnions decides the unions of one replay and writes their vectors
+// in one Puffin file in the table's data directory (one file for the
+// replay, as a writer writes one for a statement, rather than one per data
+// file). It returns the entries to list instead of each union's added
+// vector, by that vector's fileKey, and the file written ("" when none).
+func writeUnions(ctx context.Context, files Files, head interface {
+	Location() string
+	PartitionSpecByID(int) *iceberg.PartitionSpec
+}, snapshotID int64, us []*dvUnion,
+) (map[string]iceberg.ManifestEntry, string, error) {
+	cache := map[string][]byte{}
+	type blob struct {
+		u    *dvUnion
+		card int64
+		meta puffin.BlobMetadata
 	}
 	var buf bytes.Buffer
-	w, err := puffin.NewWriter(&buf)
-	if err != nil {
-		return nil, "", err
+	var w *puffin.Writer
+	var blobs []blob
+	for _, u := range us {
+		merged, err := u.merge(ctx, files, cache)
+		if err != nil {
+			return nil, "", err
+		}
+		data, err := dv.SerializeDV(merged)
+		if err != nil {
+			return nil, "", fmt.Errorf("deletion vector of %s: %w", u.dataFile, err)
+		}
+		if w == nil {
+			if w, err = puffin.NewWriter(&buf); err != nil {
+				return nil, "", err
+			}
+		}
+		card := merged.Cardinality()
+		meta, err := w.AddBlob(puffin.BlobMetadataInput{
+			Type: puffin.BlobTypeDeletionVector, SnapshotID: -1, SequenceNumber: -1, Fields: []int32{},
+			Properties: map[string]string{"cardinality": strconv.FormatInt(card, 10), "referenced-data-file": u.dataFile},
+		}, data)
+		if err != nil {
+			return nil, "", fmt.Errorf("deletion vector of %s: %w", u.dataFile, err)
+		}
+		blobs = append(blobs, blob{u, card, meta})
 	}
-	card := merged.Cardinality()
-	meta, err := w.AddBlob(puffin.BlobMetadataInput{
-		Type: puffin.BlobTypeDeletionVector, SnapshotID: -1, SequenceNumber: -1, Fields: []int32{},
-		Properties: map[string]string{"cardinality": strconv.FormatInt(card, 10), "referenced-data-file": u.dataFile},
-	}, blob)
-	if err != nil {
-		return nil, "", fmt.Errorf("deletion vector of %s: %w", u.dataFile, err)
+	if w == nil {
+		return nil, "", nil
 	}
 	if err := w.Finish(); err != nil {
-		return nil, "", fmt.Errorf("deletion vector of %s: %w", u.dataFile, err)
+		return nil, "", fmt.Errorf("deletion vectors: %w", err)
 	}
-	loc := fmt.Sprintf("%s/data/%s-dv.puffin", strings.TrimRight(tableLoc, "/"), uuid.NewString())
-	src := u.added.DataFile()
-	b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentPosDeletes, loc, iceberg.PuffinFile,
-		src.Partition(), nil, nil, card, int64(buf.Len()))
-	if err != nil {
-		return nil, "", fmt.Errorf("deletion vector of %s: %w", u.dataFile, err)
+	loc := fmt.Sprintf("%s/data/%s-dv.puffin", strings.TrimRight(head.Location(), "/"), uuid.NewString())
+	out := make(map[string]iceberg.ManifestEntry, len(blobs))
+	for _, b := range blobs {
+		src := b.u.added.DataFile()
+		spec := head.PartitionSpecByID(int(src.SpecID()))
+		if spec == nil {
+			return nil, "", fmt.Errorf("%w: deletion vector of %s uses partition spec %d, unknown to the target", ErrUnsupported, b.u.dataFile, src.SpecID())
+		}
+		db, err := iceberg.NewDataFileBuilder(*spec, iceberg.EntryContentPosDeletes, loc, iceberg.PuffinFile,
+			src.Partition(), nil, nil, b.card, int64(buf.Len()))
+		if err != nil {
+			return nil, "", fmt.Errorf("deletion vector of %s: %w", b.u.dataFile, err)
+		}
+		df := db.ReferencedDataFile(b.u.dataFile).ContentOffset(b.meta.Offset).ContentSizeInBytes(b.meta.Length).Build()
+		id := snapshotID
+		out[fileKey(src)] = iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &id, nil, nil, df)
 	}
-	df := b.ReferencedDataFile(u.dataFile).ContentOffset(meta.Offset).ContentSizeInBytes(meta.Length).Build()
 	if err := files.WriteFile(ctx, loc, buf.Bytes()); err != nil {
-		return nil, "", fmt.Errorf("write deletion vector of %s: %w", u.dataFile, err)
+		return nil, loc, fmt.Errorf("write deletion vectors: %w", err)
 	}
-	id := snapshotID
-	return iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &id, nil, nil, df), loc, nil
+	return out, loc, nil
 }
 
 // rowNames names rows by _row_id when the data file's first row id is

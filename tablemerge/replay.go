@@ -264,28 +264,24 @@ func replayManifests(ctx context.Context, files Files, head table.Metadata, head
 	}
 
 	if p.Replay.ByFiles {
-		cache := map[string][]byte{}
+		var us []*dvUnion
 		for _, u := range sortedUnions(unions) {
-			if len(u.head) == 0 {
-				continue
+			if len(u.head) > 0 {
+				u.replaced = replacedDVs[u.dataFile]
+				us = append(us, u)
 			}
-			u.replaced = replacedDVs[u.dataFile]
-			spec := head.PartitionSpecByID(int(u.added.DataFile().SpecID()))
-			if spec == nil {
-				return r, fmt.Errorf("%w: deletion vector of %s uses partition spec %d, unknown to the target", ErrUnsupported, u.dataFile, u.added.DataFile().SpecID())
-			}
-			merged, loc, err := u.union(ctx, files, head.Location(), id, *spec, cache)
-			if loc != "" {
-				r.written = append(r.written, loc)
-			}
-			if err != nil {
-				return r, fmt.Errorf("snapshot %d: %w", src.SnapshotID, err)
-			}
-			for i := range adds {
-				for j, e := range adds[i].added {
-					if fileKey(e.DataFile()) == fileKey(u.added.DataFile()) {
-						adds[i].added[j], adds[i].whole = merged, false
-					}
+		}
+		merged, loc, err := writeUnions(ctx, files, head, id, us)
+		if loc != "" {
+			r.written = append(r.written, loc)
+		}
+		if err != nil {
+			return r, fmt.Errorf("snapshot %d: %w", src.SnapshotID, err)
+		}
+		for i := range adds {
+			for j, e := range adds[i].added {
+				if m, ok := merged[fileKey(e.DataFile())]; ok {
+					adds[i].added[j], adds[i].whole = m, false
 				}
 			}
 		}
