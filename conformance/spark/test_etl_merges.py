@@ -12,13 +12,12 @@ appended only to another partition.
 
 from __future__ import annotations
 
-import subprocess
 import uuid
 
 import pytest
 from floeproc import FloeServer
 
-from helpers import create_orders, rows
+from helpers import branch_catalog, create_orders, floe_cli, one, rows
 
 CASES = [
     pytest.param(2, "copy-on-write", id="v2-cow"),
@@ -28,36 +27,16 @@ CASES = [
 ]
 
 
-def add_catalog(spark, floe: FloeServer, name: str, warehouse: str) -> None:
-    """Add a Spark catalog on warehouse to the running session."""
-    spark.conf.set(f"spark.sql.catalog.{name}", "org.apache.iceberg.spark.SparkCatalog")
-    spark.conf.set(f"spark.sql.catalog.{name}.type", "rest")
-    spark.conf.set(f"spark.sql.catalog.{name}.uri", floe.uri)
-    spark.conf.set(f"spark.sql.catalog.{name}.warehouse", warehouse)
-    spark.conf.set(f"spark.sql.catalog.{name}.cache-enabled", "false")
-
-
-def floe_cli(floe: FloeServer, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(floe.bin), *args, "--server", floe.uri],
-        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-
-
 @pytest.mark.parametrize(("version", "mode"), CASES)
 def test_row_level_branch_merges_over_main_appends(spark, floe: FloeServer, version: int, mode: str) -> None:
     ns = f"etl_{uuid.uuid4().hex[:8]}"
-    branch = f"etl_{uuid.uuid4().hex[:6]}"
     t = f"{ns}.orders"
     spark.sql(f"CREATE NAMESPACE floe.{ns}")
     create_orders(spark, f"floe.{t}", version, mode)
     spark.sql(
         f"INSERT INTO floe.{t} VALUES (1, 'books', 10.0), (2, 'games', 20.0), (3, 'games', 30.0), (4, 'games', 40.0)"
     )
-    main = floe.nessie("GET", "/trees/main")["reference"]
-    floe.nessie("POST", f"/trees?name={branch}&type=BRANCH", main)
-    cat = f"c_{branch}"
-    add_catalog(spark, floe, cat, f"lake@{branch}")
+    branch, cat = branch_catalog(spark, floe, "etl")
 
     # The branch's ETL: a MERGE INTO, then a DELETE and an UPDATE, all in
     # the games partition. The second and third statements in
@@ -110,15 +89,11 @@ def test_row_level_conflict_is_refused_and_writes_nothing(spark, floe: FloeServe
     rewrote it, a real conflict; the merge is refused naming the table and
     neither side's rows change."""
     ns = f"etlc_{uuid.uuid4().hex[:8]}"
-    branch = f"etlc_{uuid.uuid4().hex[:6]}"
     t = f"{ns}.orders"
     spark.sql(f"CREATE NAMESPACE floe.{ns}")
     create_orders(spark, f"floe.{t}", 2, "copy-on-write")
     spark.sql(f"INSERT INTO floe.{t} VALUES (1, 'games', 10.0), (2, 'games', 20.0), (3, 'games', 30.0)")
-    main = floe.nessie("GET", "/trees/main")["reference"]
-    floe.nessie("POST", f"/trees?name={branch}&type=BRANCH", main)
-    cat = f"c_{branch}"
-    add_catalog(spark, floe, cat, f"lake@{branch}")
+    branch, cat = branch_catalog(spark, floe, "etlc")
 
     spark.sql(f"DELETE FROM {cat}.{t} WHERE id = 1")
     spark.sql(f"DELETE FROM floe.{t} WHERE id = 3")
@@ -145,11 +120,7 @@ def test_deletion_vectors_of_one_file_on_both_sides_merge_as_their_union(spark, 
     spark.sql(f"INSERT INTO floe.{t} VALUES (1, 'games', 10.0), (2, 'games', 20.0), (3, 'games', 30.0), (4, 'games', 40.0)")
     assert one_file(spark, f"floe.{t}")
 
-    branch = f"dv_{uuid.uuid4().hex[:6]}"
-    main = floe.nessie("GET", "/trees/main")["reference"]
-    floe.nessie("POST", f"/trees?name={branch}&type=BRANCH", main)
-    cat = f"c_{branch}"
-    add_catalog(spark, floe, cat, f"lake@{branch}")
+    branch, cat = branch_catalog(spark, floe, "dv")
     spark.sql(f"DELETE FROM {cat}.{t} WHERE id = 1")
     spark.sql(f"UPDATE {cat}.{t} SET amount = 21.0 WHERE id = 2")
     spark.sql(f"DELETE FROM floe.{t} WHERE id = 4")
@@ -162,11 +133,7 @@ def test_deletion_vectors_of_one_file_on_both_sides_merge_as_their_union(spark, 
     assert len(refs) == len(set(refs)), refs
 
     # Now both sides delete row 3.
-    clash = f"dvc_{uuid.uuid4().hex[:6]}"
-    main = floe.nessie("GET", "/trees/main")["reference"]
-    floe.nessie("POST", f"/trees?name={clash}&type=BRANCH", main)
-    ccat = f"c_{clash}"
-    add_catalog(spark, floe, ccat, f"lake@{clash}")
+    clash, ccat = branch_catalog(spark, floe, "dvc")
     spark.sql(f"DELETE FROM {ccat}.{t} WHERE id = 3")
     spark.sql(f"DELETE FROM floe.{t} WHERE id = 3")
     head = floe.nessie("GET", "/trees/main")["reference"]["hash"]
@@ -176,6 +143,36 @@ def test_deletion_vectors_of_one_file_on_both_sides_merge_as_their_union(spark, 
     assert "rows changed on both sides" in out and "_row_id=" in out, out
     assert floe.nessie("GET", "/trees/main")["reference"]["hash"] == head
     assert rows(spark, f"SELECT id FROM floe.{t}") == [(2,)]
+
+
+def test_same_row_updated_on_both_sides_is_refused_naming_its_row_id(spark, floe: FloeServer) -> None:
+    """v3 merge-on-read UPDATEs of the same row on both sides: each side
+    deleted the row's old version and wrote its own; which wins is not the
+    merge's to decide. Under snapshot isolation (under serializable, the
+    default, each side's new version is a row added to the partition the
+    other updated in: a conflict Iceberg itself reports) the merge is
+    refused naming the row by _row_id, and both sides keep their own
+    version."""
+    ns = f"etlup_{uuid.uuid4().hex[:8]}"
+    t = f"{ns}.orders"
+    spark.sql(f"CREATE NAMESPACE floe.{ns}")
+    create_orders(spark, f"floe.{t}", 3, "merge-on-read")
+    spark.sql(f"ALTER TABLE floe.{t} SET TBLPROPERTIES ('write.update.isolation-level'='snapshot', 'write.merge.isolation-level'='snapshot')")
+    spark.sql(f"INSERT INTO floe.{t} VALUES (1, 'games', 10.0), (2, 'games', 20.0), (3, 'games', 30.0)")
+    row_id = one(spark, f"SELECT _row_id FROM floe.{t} WHERE id = 2")
+
+    branch, cat = branch_catalog(spark, floe, "up")
+    spark.sql(f"UPDATE {cat}.{t} SET amount = 21.0 WHERE id = 2")
+    spark.sql(f"UPDATE floe.{t} SET amount = 22.0 WHERE id = 2")
+    head = floe.nessie("GET", "/trees/main")["reference"]["hash"]
+
+    proc = floe_cli(floe, "merge", branch, "--into", "main")
+    assert proc.returncode != 0, proc.stdout
+    out = proc.stdout + proc.stderr
+    assert "rows changed on both sides" in out and f"_row_id={row_id}" in out, out
+    assert floe.nessie("GET", "/trees/main")["reference"]["hash"] == head
+    assert rows(spark, f"SELECT id, amount FROM floe.{t}") == [(1, 10.0), (2, 22.0), (3, 30.0)]
+    assert rows(spark, f"SELECT id, amount FROM {cat}.{t}") == [(1, 10.0), (2, 21.0), (3, 30.0)]
 
 
 def one_file(spark, table: str) -> bool:

@@ -14,18 +14,9 @@ from __future__ import annotations
 import uuid
 
 from conftest import FloeServer
-from helpers import create_orders, one, rows
+from helpers import add_catalog, create_orders, one, rows
 
 ADDED = 1  # manifest entry status: 0 EXISTING, 1 ADDED, 2 DELETED
-
-
-def add_catalog(spark, floe: FloeServer, name: str, warehouse: str) -> None:
-    """Add a Spark catalog on warehouse to the running session."""
-    spark.conf.set(f"spark.sql.catalog.{name}", "org.apache.iceberg.spark.SparkCatalog")
-    spark.conf.set(f"spark.sql.catalog.{name}.type", "rest")
-    spark.conf.set(f"spark.sql.catalog.{name}.uri", floe.uri)
-    spark.conf.set(f"spark.sql.catalog.{name}.warehouse", warehouse)
-    spark.conf.set(f"spark.sql.catalog.{name}.cache-enabled", "false")
 
 
 def current_snapshot(spark, table: str) -> int:

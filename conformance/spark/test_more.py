@@ -10,17 +10,7 @@ import pytest
 from pyspark.errors import AnalysisException
 
 from conftest import FloeServer
-from helpers import create_orders, one, rows, snapshot_ids
-
-
-def add_catalog(spark, floe: FloeServer, name: str, warehouse: str) -> None:
-    """Add a Spark catalog on warehouse to the running session (Spark
-    instantiates a catalog when a statement first names it)."""
-    spark.conf.set(f"spark.sql.catalog.{name}", "org.apache.iceberg.spark.SparkCatalog")
-    spark.conf.set(f"spark.sql.catalog.{name}.type", "rest")
-    spark.conf.set(f"spark.sql.catalog.{name}.uri", floe.uri)
-    spark.conf.set(f"spark.sql.catalog.{name}.warehouse", warehouse)
-    spark.conf.set(f"spark.sql.catalog.{name}.cache-enabled", "false")
+from helpers import add_catalog, create_orders, one, rows, snapshot_ids
 
 
 def test_v3_row_lineage(spark, ns) -> None:

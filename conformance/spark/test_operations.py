@@ -31,7 +31,7 @@ from typing import Any
 
 from floeproc import FloeServer
 
-from helpers import one, rows
+from helpers import add_catalog, one, rows
 
 DAY = "2026-08-20"
 DOC = Path(__file__).resolve().parents[2] / "mergeengine" / "OPERATIONS.md"
@@ -55,15 +55,6 @@ def run_recipe(code: str, lk: Lake, **names: Any) -> dict[str, Any]:
 def iceberg_version(spark: Any) -> tuple[int, int]:
     major, minor = spark._jvm.org.apache.iceberg.IcebergBuild.version().split(".")[:2]
     return int(major), int(minor)
-
-
-def add_catalog(spark: Any, floe: FloeServer, name: str, warehouse: str) -> None:
-    """Add a Spark catalog on warehouse to the running session."""
-    spark.conf.set(f"spark.sql.catalog.{name}", "org.apache.iceberg.spark.SparkCatalog")
-    spark.conf.set(f"spark.sql.catalog.{name}.type", "rest")
-    spark.conf.set(f"spark.sql.catalog.{name}.uri", floe.uri)
-    spark.conf.set(f"spark.sql.catalog.{name}.warehouse", warehouse)
-    spark.conf.set(f"spark.sql.catalog.{name}.cache-enabled", "false")
 
 
 @dataclass

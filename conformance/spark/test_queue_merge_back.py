@@ -10,28 +10,11 @@ base's rows and both sides' appends, each once, as a direct merge would.
 
 from __future__ import annotations
 
-import subprocess
 import uuid
 
 from floeproc import FloeServer
 
-from helpers import create_orders, rows
-
-
-def add_catalog(spark, floe: FloeServer, name: str, warehouse: str) -> None:
-    """Add a Spark catalog on warehouse to the running session."""
-    spark.conf.set(f"spark.sql.catalog.{name}", "org.apache.iceberg.spark.SparkCatalog")
-    spark.conf.set(f"spark.sql.catalog.{name}.type", "rest")
-    spark.conf.set(f"spark.sql.catalog.{name}.uri", floe.uri)
-    spark.conf.set(f"spark.sql.catalog.{name}.warehouse", warehouse)
-    spark.conf.set(f"spark.sql.catalog.{name}.cache-enabled", "false")
-
-
-def floe_cli(floe: FloeServer, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(floe.bin), *args, "--server", floe.uri],
-        capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+from helpers import add_catalog, create_orders, floe_cli, rows
 
 
 def test_merge_main_back_then_queue_lands_both_sides(spark, floe: FloeServer) -> None:
