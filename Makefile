@@ -53,6 +53,7 @@ test: build
 	GO=$(GO) bash conformance/s3/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) SCHEMATHESIS_MAX_TIME=150 SCHEMATHESIS_SEED=16 bash conformance/schemathesis/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/spark/run.sh
+	FLOE_BIN=$(CURDIR)/$(BIN) SPARK_LINE=4.1 PYTEST_ARGS="-k 'operations or etl_merges'" bash conformance/spark/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/nessiejava/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/rck/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) GO=$(GO) bash console/test/run.sh

@@ -3,14 +3,19 @@
 # Needs python3 (3.10+) with pip, Java 17+ and Maven 3.8+ (only to fetch the
 # Iceberg runtime jar from Maven Central).
 #
-# The virtualenv lives in .cache/venv-spark (git-ignored) and is (re)built
-# only when requirements.txt or the Python version changes: a stamp file
-# inside it holds the hash of both. pip's download cache is .cache/pip and
+# The virtualenv lives in .cache/venv-spark (.cache/venv-spark41 for
+# SPARK_LINE=4.1; git-ignored) and is (re)built only when the line's
+# requirements file or the Python version changes: a stamp file inside it
+# holds the hash of both. pip's download cache is .cache/pip and
 # Maven's repository .cache/m2, so nothing is cached outside the repository.
 #
-# Environment: PYTHON (default python3), FLOE_BIN (default bin/floe), MVN
-# (default mvn), PYTEST_ARGS (extra pytest arguments, e.g. "-k merge -x"),
-# PYTEST_TIMEOUT (seconds the whole pytest run may take, default 1200).
+# Environment: SPARK_LINE (4.0, the default: pyspark 4.0 from
+# requirements.txt with Iceberg 1.10.2, venv .cache/venv-spark; or 4.1:
+# pyspark 4.1 from requirements-4.1.txt with Iceberg 1.12.0, venv
+# .cache/venv-spark41), PYTHON (default python3), FLOE_BIN (default
+# bin/floe), MVN (default mvn), PYTEST_ARGS (extra pytest arguments, e.g.
+# "-k merge -x", split with a shell's quoting rules), PYTEST_TIMEOUT
+# (seconds the whole pytest run may take, default 1200).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -18,10 +23,21 @@ root="$(cd "$here/../.." && pwd)"
 python="${PYTHON:-python3}"
 mvn="${MVN:-mvn}"
 
-# The Iceberg Spark runtime for Spark 4.0 and Scala 2.13, from Maven Central.
-iceberg_version=1.10.2
-runtime="org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:$iceberg_version"
-jar="$root/.cache/m2/org/apache/iceberg/iceberg-spark-runtime-4.0_2.13/$iceberg_version/iceberg-spark-runtime-4.0_2.13-$iceberg_version.jar"
+# The Spark line: its pinned Python packages, its virtualenv and the Iceberg
+# Spark runtime (Scala 2.13, from Maven Central) built for it. Iceberg 1.12
+# publishes a runtime for Spark 4.1 only, 1.10 none for 4.1.
+spark_line="${SPARK_LINE:-4.0}"
+case "$spark_line" in
+4.0) iceberg_version=1.10.2 requirements=requirements.txt venv_name=venv-spark ;;
+4.1) iceberg_version=1.12.0 requirements=requirements-4.1.txt venv_name=venv-spark41 ;;
+*)
+	echo "spark conformance: SPARK_LINE must be 4.0 or 4.1, not $spark_line" >&2
+	exit 1
+	;;
+esac
+artifact="iceberg-spark-runtime-${spark_line}_2.13"
+runtime="org.apache.iceberg:$artifact:$iceberg_version"
+jar="$root/.cache/m2/org/apache/iceberg/$artifact/$iceberg_version/$artifact-$iceberg_version.jar"
 
 for tool in java "$mvn"; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
@@ -29,7 +45,7 @@ for tool in java "$mvn"; do
 		exit 1
 	fi
 done
-# pyspark 4.0 runs on Java 17 or later only.
+# pyspark 4.0 and 4.1 run on Java 17 or later only.
 java_major="$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = \([0-9]*\).*/\1/p')"
 if [[ -z "$java_major" || "$java_major" -lt 17 ]]; then
 	echo "spark conformance: Java 17+ needed, java is ${java_major:-unknown}" >&2
@@ -38,7 +54,7 @@ fi
 
 # shellcheck source=../venv.sh
 source "$here/../venv.sh"
-floe_venv "spark conformance" venv-spark "$here/requirements.txt" "pyspark is about 450 MB"
+floe_venv "spark conformance" "$venv_name" "$here/$requirements" "pyspark is about 450 MB"
 
 if [[ ! -f "$jar" ]]; then
 	echo "spark conformance: fetching $runtime into .cache/m2"
@@ -62,9 +78,18 @@ export FLOE_BIN="${FLOE_BIN:-$root/bin/floe}"
 cd "$root"
 # pytest's exit codes: 0 all passed, 1 some failed, 5 nothing collected.
 # Anything but 0 fails the build; -q still prints the summary line.
+# PYTEST_ARGS is split as a shell would split it, quotes included
+# (PYTEST_ARGS="-k 'operations or etl_merges'"), without evaluating it.
+pytest_args=()
+if [[ -n "${PYTEST_ARGS:-}" ]]; then
+	split="$("$venv/bin/python" -c 'import shlex, sys; print("\n".join(shlex.split(sys.argv[1])))' "$PYTEST_ARGS")" || {
+		echo "spark conformance: cannot split PYTEST_ARGS: $PYTEST_ARGS" >&2
+		exit 1
+	}
+	mapfile -t pytest_args <<<"$split"
+fi
 status=0
-# shellcheck disable=SC2086 # PYTEST_ARGS is split on purpose
-timeout -k 30 "${PYTEST_TIMEOUT:-1200}" "$venv/bin/python" -m pytest -q -c "$here/pytest.ini" --rootdir "$here" -o cache_dir="$root/.cache/pytest-spark" "$here" ${PYTEST_ARGS:-} || status=$?
+timeout -k 30 "${PYTEST_TIMEOUT:-1200}" "$venv/bin/python" -m pytest -q -c "$here/pytest.ini" --rootdir "$here" -o cache_dir="$root/.cache/pytest-${venv_name/venv-/}" "$here" "${pytest_args[@]}" || status=$?
 if [[ $status -eq 5 ]]; then
 	echo "spark conformance: pytest collected no tests (exit 5)" >&2
 elif [[ $status -eq 124 ]]; then

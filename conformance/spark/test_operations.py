@@ -15,9 +15,13 @@ and that main holds the right rows: the branch's day, main's other days.
 
 The session property recipe (`spark.sql.iceberg.snapshot-property.*`) is
 checked both ways: Iceberg 1.10 has no such property (the record never
-reaches the summary, and the merge is refused), 1.11 and later have it. The
-suite runs on the runtime jar run.sh pins; ICEBERG_SPARK_JAR may name
-another (e.g. iceberg-spark-runtime-4.0_2.13-1.11.0.jar) to run it there.
+reaches the summary, and the merge is refused), 1.11 and later have it.
+`make test` runs this file on both Spark lines of run.sh: Iceberg 1.10.2
+(Spark 4.0) and, with SPARK_LINE=4.1, Iceberg 1.12.0 (Spark 4.1), whose
+runtime refuses Iceberg's `snapshot-id` read option (the DataFrame recipe
+pins its input with Spark's `versionAsOf`). Run directly, with
+ICEBERG_SPARK_JAR naming another runtime (e.g.
+iceberg-spark-runtime-4.0_2.13-1.11.0.jar), it checks that one.
 """
 
 from __future__ import annotations
