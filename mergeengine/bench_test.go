@@ -21,6 +21,7 @@ import (
 	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/mergeengine"
 	"github.com/floe-catalog/floe/tablemerge"
+	"github.com/floe-catalog/floe/testkit/lakescenario"
 	"github.com/floe-catalog/floe/testkit/testserver"
 	"github.com/floe-catalog/floe/versionstore"
 	"github.com/floe-catalog/floe/versionstore/pebblebackend"
@@ -207,7 +208,7 @@ func BenchmarkMergeDeletionVectors(b *testing.B) {
 // branch must read (id → v).
 type rowBench struct {
 	srv    *testserver.Server
-	cats   map[string]*rest.Catalog
+	cats   *lakescenario.Catalogs
 	nextID int64
 	rows   map[string]map[int64]int64
 	// base are the rows when etl was made.
@@ -226,8 +227,8 @@ var rowBenchTable = catalog.ToIdentifier("bench", "facts")
 // part, with props. Every batch an append writes becomes a data file of
 // its own (a target file size of one byte).
 func newRowBench(b *testing.B, props iceberg.Properties) *rowBench {
-	lk := &rowBench{srv: testserver.Start(b, testserver.Options{}), cats: map[string]*rest.Catalog{},
-		rows: map[string]map[int64]int64{"main": {}}}
+	lk := &rowBench{srv: testserver.Start(b, testserver.Options{}), rows: map[string]map[int64]int64{"main": {}}}
+	lk.cats = lakescenario.NewCatalogs(lk.srv.URL)
 	ctx := b.Context()
 	cat := lk.catalog(b, "main")
 	if err := cat.CreateNamespace(ctx, catalog.ToIdentifier("bench"), nil); err != nil {
@@ -243,19 +244,7 @@ func newRowBench(b *testing.B, props iceberg.Properties) *rowBench {
 }
 
 func (lk *rowBench) catalog(b *testing.B, branch string) *rest.Catalog {
-	if c, ok := lk.cats[branch]; ok {
-		return c
-	}
-	wh := "lake"
-	if branch != "main" {
-		wh += "@" + branch
-	}
-	cat, err := rest.NewCatalog(b.Context(), "floe", lk.srv.URL, rest.WithWarehouseLocation(wh))
-	if err != nil {
-		b.Fatal(err)
-	}
-	lk.cats[branch] = cat
-	return cat
+	return lk.cats.On(b, branch)
 }
 
 func (lk *rowBench) load(b *testing.B, branch string) *table.Table {

@@ -48,6 +48,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-catalog/floe/mergequeue"
+	"github.com/floe-catalog/floe/testkit/lakescenario"
 	"github.com/floe-catalog/floe/testkit/testserver"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -130,7 +131,7 @@ type writer struct {
 
 type day struct {
 	srv     *testserver.Server
-	cats    map[string]*rest.Catalog
+	cats    *lakescenario.Catalogs
 	nextID  int64
 	writers []*writer
 	// initial are the rows on main before the day, by day.
@@ -167,8 +168,9 @@ var today = time.Date(2026, 8, 20, 0, 0, 0, 0, time.UTC)
 func dayOf(offset int) time.Time { return today.AddDate(0, 0, -offset) }
 
 func newDay(b *testing.B) *day {
-	d := &day{cats: map[string]*rest.Catalog{}, initial: map[string][]int64{}}
+	d := &day{initial: map[string][]int64{}}
 	d.srv = testserver.Start(b, testserver.Options{})
+	d.cats = lakescenario.NewCatalogs(d.srv.URL)
 	ctx := b.Context()
 	cat := d.catalog(b, "main")
 	if err := cat.CreateNamespace(ctx, catalog.ToIdentifier("sales"), nil); err != nil {
@@ -227,19 +229,7 @@ func newDay(b *testing.B) *day {
 }
 
 func (d *day) catalog(b *testing.B, branch string) *rest.Catalog {
-	if c, ok := d.cats[branch]; ok {
-		return c
-	}
-	wh := "lake"
-	if branch != "main" {
-		wh += "@" + branch
-	}
-	cat, err := rest.NewCatalog(b.Context(), "floe", d.srv.URL, rest.WithWarehouseLocation(wh))
-	if err != nil {
-		b.Fatal(err)
-	}
-	d.cats[branch] = cat
-	return cat
+	return d.cats.On(b, branch)
 }
 
 func (d *day) load(b *testing.B, branch string) *table.Table {

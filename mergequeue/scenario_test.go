@@ -60,7 +60,7 @@ var testSchema = iceberg.NewSchema(0,
 
 type scenario struct {
 	srv    *testserver.Server
-	cats   map[string]*rest.Catalog
+	cats   *lakescenario.Catalogs
 	nextID int64
 	// alias → request id, and back.
 	ids     map[string]string
@@ -180,7 +180,7 @@ func (v *parityValidator) Validate(ctx context.Context, c mergequeue.Candidate) 
 }
 
 func newScenario(t *testing.T) *scenario {
-	d := &scenario{cats: map[string]*rest.Catalog{}, ids: map[string]string{}, aliases: map[string]string{}, clock: &testClock{}}
+	d := &scenario{ids: map[string]string{}, aliases: map[string]string{}, clock: &testClock{}}
 	d.val = &parityValidator{watch: map[string]bool{}, bypass: map[string]bool{}, cancel: map[string]bool{}}
 	rules := mergequeue.DefaultRules()
 	rules.Protected = []string{"main"}
@@ -188,6 +188,7 @@ func newScenario(t *testing.T) *scenario {
 		c.Manual, c.Validator, c.Now, c.Rules = true, d.val, d.clock.now, &rules
 	}})
 	d.val.url, d.val.store, d.val.queue = d.srv.URL, d.srv.Store, d.srv.Queue
+	d.cats = lakescenario.NewCatalogs(d.srv.URL)
 	return d
 }
 
@@ -300,20 +301,7 @@ func (d *scenario) merge(t *testing.T, td *datadriven.TestData) string {
 
 func (d *scenario) catalog(t *testing.T, branch string) *rest.Catalog {
 	t.Helper()
-	if c, ok := d.cats[branch]; ok {
-		return c
-	}
-	wh := "lake"
-	if branch != versionstore.DefaultBranch {
-		wh += "@" + branch
-	}
-	cat, err := rest.NewCatalog(t.Context(), "floe", d.srv.URL, rest.WithWarehouseLocation(wh))
-	if err != nil {
-		t.Fatalf("open catalog on %s: %v", wh, err)
-	}
-	t.Cleanup(func() { _ = cat.Close() })
-	d.cats[branch] = cat
-	return cat
+	return d.cats.On(t, branch)
 }
 
 func arg(t *testing.T, td *datadriven.TestData, key string) string {

@@ -39,14 +39,14 @@ func DaySpec() iceberg.PartitionSpec {
 // commands run one at a time).
 type Lake struct {
 	srv     *testserver.Server
-	cats    map[string]*rest.Catalog
+	cats    *Catalogs
 	nextID  int64
 	scratch int
 }
 
 // New is a Lake over srv.
 func New(srv *testserver.Server) *Lake {
-	return &Lake{srv: srv, cats: map[string]*rest.Catalog{}}
+	return &Lake{srv: srv, cats: NewCatalogs(srv.URL)}
 }
 
 // LastID is the last fresh row id the scenario's writes handed out (0
@@ -57,20 +57,7 @@ func (l *Lake) LastID() int64 { return l.nextID }
 // Catalog is the REST catalog on branch (lake@branch).
 func (l *Lake) Catalog(t *testing.T, branch string) *rest.Catalog {
 	t.Helper()
-	if c, ok := l.cats[branch]; ok {
-		return c
-	}
-	wh := Warehouse
-	if branch != versionstore.DefaultBranch {
-		wh += "@" + branch
-	}
-	cat, err := rest.NewCatalog(t.Context(), "floe", l.srv.URL, rest.WithWarehouseLocation(wh))
-	if err != nil {
-		t.Fatalf("open catalog on %s: %v", wh, err)
-	}
-	t.Cleanup(func() { _ = cat.Close() })
-	l.cats[branch] = cat
-	return cat
+	return l.cats.On(t, branch)
 }
 
 // Load is the command's table=T on on=BRANCH (main by default).
