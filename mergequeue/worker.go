@@ -591,7 +591,10 @@ func (q *Queue) build(ctx context.Context, target, cand string, head versionstor
 			} else if _, ok := errors.AsType[*versionstore.ConflictError](err); !ok {
 				return nil, fmt.Errorf("merge %s onto candidate %s: %w", id, cand, err)
 			}
-			q.finish(ctx, id, vals, StateFailed, code, "merge onto "+target+" at "+candHead.String()+" refused: "+err.Error())
+			// The engine's reasons name the branch it merged into, the
+			// queue's candidate: to the requester that is the target.
+			why := strings.ReplaceAll(err.Error(), cand, target)
+			q.finish(ctx, id, vals, StateFailed, code, "merge onto "+target+" at "+candHead.String()+" refused: "+why)
 			continue
 		case res == nil || !res.WasApplied:
 			q.finish(ctx, id, vals, StateFailed, "nothing-to-merge", "nothing to merge: "+target+" already holds every change of the source")
