@@ -90,7 +90,7 @@ function ReviewDialog({ req, verdict, onClose }: { req: MergeRequest; verdict: V
     <Dialog title={`${verb} merge request ${short(req.id)}`} onClose={() => onClose(refused)}>
       <form class="form" onSubmit={submit}>
         <p>{verdict === "approve"
-          ? <>Approving queues <code>{req.source}</code> again for <code>{req.target}</code> at its arrival position; it is then merged without the structural gate.</>
+          ? <>Approving queues <code>{req.source}</code> again for <code>{req.target}</code> at its arrival position; it then lands as the merge engine merges it (a table whose structure both sides changed still fails).</>
           : verdict === "reject"
             ? <>Rejecting is final: <code>{req.source}</code> is not merged into <code>{req.target}</code>.</>
             : <>Cancelling is final: the request is taken out of <code>{req.target}</code>'s queue.</>}
