@@ -93,7 +93,8 @@ func TestConfig(t *testing.T) {
 		// The spec lists no 404 for getConfig: 400, as for other bad
 		// parameters (the other routes answer 404 NoSuchWarehouse).
 		{"nowhere", 400, "BadRequestException", "Warehouse does not exist: nowhere"},
-		{"lake@nosuch", 400, "BadRequestException", "…reference \"nosuch\" does not exist"},
+		// A branch not made yet says how to make it.
+		{"lake@nosuch", 400, "BadRequestException", "…reference \"nosuch\" does not exist; create the branch first, e.g. `floe branch create nosuch --from main`"},
 		{"lake@0123456789abcdef", 400, "BadRequestException", "…"},
 		{"lake@bad..name", 400, "BadRequestException", "Invalid reference"},
 	} {

@@ -123,7 +123,12 @@ func (a *api) resolveParts(ctx context.Context, spec, name, refExpr string) (*wa
 	if err != nil {
 		switch {
 		case errors.Is(err, versionstore.ErrReferenceNotFound):
-			return nil, newError(http.StatusNotFound, typeNoSuchWarehouse, "Warehouse %s names no branch, tag or commit: reference %q does not exist", spec, refExpr)
+			// Engines open a catalog on a branch before they write to it
+			// (Flink's CREATE CATALOG asks for the config at once): say how
+			// to make it, since floe does not create branches implicitly.
+			return nil, newError(http.StatusNotFound, typeNoSuchWarehouse,
+				"Warehouse %s names no branch, tag or commit: reference %q does not exist; create the branch first, e.g. `floe branch create %s --from %s` (or POST /api/v2/trees)",
+				spec, refExpr, refExpr, versionstore.DefaultBranch)
 		case errors.Is(err, versionstore.ErrCommitNotFound):
 			return nil, newError(http.StatusNotFound, typeNoSuchWarehouse, "Warehouse %s names no branch, tag or commit: %v", spec, err)
 		case errors.Is(err, versionstore.ErrInvalid):
