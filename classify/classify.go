@@ -305,10 +305,10 @@ func deletionVectorsOnBothSides(src, tgt map[string]File) map[string]bool {
 }
 
 // isDeletionVector reports whether a delete file is a v3 deletion vector:
-// a blob of a Puffin file (position delete files are Parquet, Avro or
-// ORC).
+// a blob of a Puffin file, which only vectors have an offset into
+// (position delete files are whole Parquet, Avro or ORC files).
 func isDeletionVector(f File) bool {
-	return f.Content == "position-deletes" && strings.HasSuffix(strings.ToLower(f.Path), ".puffin")
+	return f.Content == "position-deletes" && f.ContentOffset != nil
 }
 
 // serializable reports whether the operations ops, run on the source,
