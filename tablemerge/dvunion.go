@@ -226,10 +226,11 @@ func sortedUnions(m map[string]*dvUnion) []*dvUnion {
 	return out
 }
 
-// headOrNil is u's head vectors, nil for no union.
-func (u *dvUnion) headOrNil() []iceberg.DataFile {
-	if u == nil {
+// unionFor is the union of the data file a deletion vector applies to,
+// nil when df is no vector or the snapshot wrote none for that file.
+func unionFor(unions map[string]*dvUnion, df iceberg.DataFile) *dvUnion {
+	if !isDeletionVector(df) {
 		return nil
 	}
-	return u.head
+	return unions[*df.ReferencedDataFile()]
 }

@@ -181,24 +181,18 @@ func replayManifests(ctx context.Context, files Files, head table.Metadata, head
 			df := e.DataFile()
 			switch {
 			case p.Replay.ByFiles:
-				if df.ContentType() == iceberg.EntryContentData {
-					if u := unions[df.FilePath()]; u != nil {
-						u.firstRowID = df.FirstRowID()
-					}
+				if u := unions[df.FilePath()]; u != nil && df.ContentType() == iceberg.EntryContentData {
+					u.firstRowID = df.FirstRowID()
 				}
-				if !removed[fileKey(df)] {
-					u := (*dvUnion)(nil)
-					if isDeletionVector(df) {
-						u = unions[*df.ReferencedDataFile()]
-					}
-					if u == nil {
-						continue
-					}
+				switch u := unionFor(unions, df); {
+				case removed[fileKey(df)]:
+					live[fileKey(df)] = true
+				case u != nil:
 					// The other side's vector of a data file the snapshot
 					// wrote one for: superseded by their union.
 					u.head = append(u.head, df)
-				} else {
-					live[fileKey(df)] = true
+				default:
+					continue
 				}
 			case !p.Replay.InScope(df):
 				continue
@@ -250,7 +244,7 @@ func replayManifests(ctx context.Context, files Files, head table.Metadata, head
 			if live[path] {
 				continue
 			}
-			if ref, ok := removedDVOf[path]; ok && len(unions[ref].headOrNil()) > 0 {
+			if u := unions[removedDVOf[path]]; u != nil && len(u.head) > 0 {
 				// A vector both sides replaced: the other side's
 				// replacement is unioned with this one's.
 				continue
