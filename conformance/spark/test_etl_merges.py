@@ -29,10 +29,7 @@ CASES = [
 
 @pytest.mark.parametrize(("version", "mode"), CASES)
 def test_row_level_branch_merges_over_main_appends(spark, floe: FloeServer, version: int, mode: str) -> None:
-    ns = f"etl_{uuid.uuid4().hex[:8]}"
-    t = f"{ns}.orders"
-    spark.sql(f"CREATE NAMESPACE floe.{ns}")
-    create_orders(spark, f"floe.{t}", version, mode)
+    t = new_orders(spark, "etl", version, mode)
     spark.sql(
         f"INSERT INTO floe.{t} VALUES (1, 'books', 10.0), (2, 'games', 20.0), (3, 'games', 30.0), (4, 'games', 40.0)"
     )
@@ -88,10 +85,7 @@ def test_row_level_conflict_is_refused_and_writes_nothing(spark, floe: FloeServe
     """Both sides delete from one data file under copy-on-write: both
     rewrote it, a real conflict; the merge is refused naming the table and
     neither side's rows change."""
-    ns = f"etlc_{uuid.uuid4().hex[:8]}"
-    t = f"{ns}.orders"
-    spark.sql(f"CREATE NAMESPACE floe.{ns}")
-    create_orders(spark, f"floe.{t}", 2, "copy-on-write")
+    t = new_orders(spark, "etlc", 2, "copy-on-write")
     spark.sql(f"INSERT INTO floe.{t} VALUES (1, 'games', 10.0), (2, 'games', 20.0), (3, 'games', 30.0)")
     branch, cat = branch_catalog(spark, floe, "etlc")
 
@@ -102,7 +96,7 @@ def test_row_level_conflict_is_refused_and_writes_nothing(spark, floe: FloeServe
     proc = floe_cli(floe, "merge", branch, "--into", "main")
     assert proc.returncode != 0, proc.stdout
     out = proc.stdout + proc.stderr
-    assert f"{ns}.orders" in out and "file-conflict" in out, out
+    assert t in out and "file-conflict" in out, out
     assert floe.nessie("GET", "/trees/main")["reference"]["hash"] == head
     assert rows(spark, f"SELECT id FROM floe.{t}") == [(1,), (2,)]
     assert rows(spark, f"SELECT id FROM {cat}.{t}") == [(2,), (3,)]
@@ -113,10 +107,7 @@ def test_deletion_vectors_of_one_file_on_both_sides_merge_as_their_union(spark, 
     sides: a table may hold one deletion vector per data file, so floe
     writes their union; the same row deleted on both sides is refused,
     naming its _row_id, and nothing is written."""
-    ns = f"etldv_{uuid.uuid4().hex[:8]}"
-    t = f"{ns}.orders"
-    spark.sql(f"CREATE NAMESPACE floe.{ns}")
-    create_orders(spark, f"floe.{t}", 3, "merge-on-read")
+    t = new_orders(spark, "etldv", 3, "merge-on-read")
     spark.sql(f"INSERT INTO floe.{t} VALUES (1, 'games', 10.0), (2, 'games', 20.0), (3, 'games', 30.0), (4, 'games', 40.0)")
     assert one_file(spark, f"floe.{t}")
 
@@ -153,10 +144,7 @@ def test_same_row_updated_on_both_sides_is_refused_naming_its_row_id(spark, floe
     other updated in: a conflict Iceberg itself reports) the merge is
     refused naming the row by _row_id, and both sides keep their own
     version."""
-    ns = f"etlup_{uuid.uuid4().hex[:8]}"
-    t = f"{ns}.orders"
-    spark.sql(f"CREATE NAMESPACE floe.{ns}")
-    create_orders(spark, f"floe.{t}", 3, "merge-on-read")
+    t = new_orders(spark, "etlup", 3, "merge-on-read")
     spark.sql(f"ALTER TABLE floe.{t} SET TBLPROPERTIES ('write.update.isolation-level'='snapshot', 'write.merge.isolation-level'='snapshot')")
     spark.sql(f"INSERT INTO floe.{t} VALUES (1, 'games', 10.0), (2, 'games', 20.0), (3, 'games', 30.0)")
     row_id = one(spark, f"SELECT _row_id FROM floe.{t} WHERE id = 2")
@@ -173,6 +161,15 @@ def test_same_row_updated_on_both_sides_is_refused_naming_its_row_id(spark, floe
     assert floe.nessie("GET", "/trees/main")["reference"]["hash"] == head
     assert rows(spark, f"SELECT id, amount FROM floe.{t}") == [(1, 10.0), (2, 22.0), (3, 30.0)]
     assert rows(spark, f"SELECT id, amount FROM {cat}.{t}") == [(1, 10.0), (2, 21.0), (3, 30.0)]
+
+
+def new_orders(spark, prefix: str, version: int, mode: str) -> str:
+    """orders (helpers.create_orders) on main in a fresh namespace prefix_<random>;
+    returns the table's name without the catalog."""
+    ns = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    spark.sql(f"CREATE NAMESPACE floe.{ns}")
+    create_orders(spark, f"floe.{ns}.orders", version, mode)
+    return f"{ns}.orders"
 
 
 def one_file(spark, table: str) -> bool:
