@@ -3,6 +3,7 @@ package assemble
 import (
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/floe-catalog/floe/maintenance"
@@ -36,6 +37,10 @@ type Config struct {
 	// objects (versionstore.Options.CacheBytes); 0 means its backend's
 	// default (StoreCacheBytes).
 	StoreCacheBytes int64
+	// StoreFS is the file system the embedded Pebble store lives on; nil
+	// is the real disk. Tests pass a fault-injecting one (Pebble's
+	// vfs/errorfs) to play a full disk or an unwritable directory.
+	StoreFS vfs.FS
 	// Security says who callers are and what they may do.
 	Security Security
 	// Iceberg configures the Iceberg REST facade; Warehouses must list at

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
@@ -115,7 +116,7 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	// One registry for every service's metrics, served on /metrics.
 	registry := prometheus.NewRegistry()
 
-	if err := p.openStoreOf(ctx, cfg); err != nil {
+	if err := p.openStoreOf(ctx, cfg, registry); err != nil {
 		return nil, &ServiceError{Service: "version store", Err: err}
 	}
 	// Over a shared store, background work that must run on one replica
@@ -284,6 +285,9 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	httpCfg := cfg.HTTP
 	httpCfg.Registry = registry
 	httpCfg.TracerProvider = cfg.TracerProvider
+	if httpCfg.AuthenticateUnmatched == nil {
+		httpCfg.AuthenticateUnmatched = auth.Middleware
+	}
 	httpCfg.Mounts = append([]server.Mount{
 		func(r *mux.Router) error {
 			r.Handle("/v1/oauth/tokens", auth.TokenHandler()).Methods(http.MethodPost)
@@ -358,13 +362,16 @@ func (p *Process) onClose(name string, close func() error) {
 }
 
 // openStore opens the Pebble backend and the version store in dir.
-func (p *Process) openStore(ctx context.Context, dir string, cacheBytes int64) error {
+func (p *Process) openStore(ctx context.Context, dir string, cacheBytes int64, fs vfs.FS, reg prometheus.Registerer) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("creating data directory: %w", err)
 	}
-	be, err := pebblebackend.Open(dir, pebblebackend.Options{Logger: p.logger})
+	be, err := pebblebackend.Open(dir, pebblebackend.Options{Logger: p.logger, FS: fs})
 	if err != nil {
 		return fmt.Errorf("opening store backend in %s: %w", dir, err)
+	}
+	if err := registerStoreFaults(reg, be); err != nil {
+		return errors.Join(fmt.Errorf("registering the store's fault metrics: %w", err), be.Close())
 	}
 	store, err := versionstore.Open(ctx, be, versionstore.Options{Logger: p.logger, CacheBytes: cacheBytes, TracerProvider: p.tracer})
 	if err != nil {

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/floe-catalog/floe/versionstore"
+	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 	"github.com/floe-catalog/floe/versionstore/pgbackend"
 )
 
@@ -68,13 +71,13 @@ func StoreCacheBytes(cfg Config) int64 {
 }
 
 // openStoreOf opens the version store cfg.Store selects.
-func (p *Process) openStoreOf(ctx context.Context, cfg Config) error {
+func (p *Process) openStoreOf(ctx context.Context, cfg Config, reg prometheus.Registerer) error {
 	kind, where, err := ParseStore(cfg.Store, cfg.DataDir)
 	if err != nil {
 		return err
 	}
 	if kind == StorePebble {
-		return p.openStore(ctx, where, StoreCacheBytes(cfg))
+		return p.openStore(ctx, where, StoreCacheBytes(cfg), cfg.StoreFS, reg)
 	}
 	be, err := pgbackend.Open(ctx, where, pgbackend.Options{Logger: p.logger})
 	if err != nil {
@@ -87,5 +90,27 @@ func (p *Process) openStoreOf(ctx context.Context, cfg Config) error {
 	p.store = store
 	p.logger.Info("version store open", "backend", "postgres", "schema_version", pgbackend.SchemaVersion())
 	p.onClose("version store", store.Close)
+	return nil
+}
+
+// registerStoreFaults exports the embedded store's fault counts: how often
+// its disk refused writes, and how often it reopened itself after a write
+// it could not make durable.
+func registerStoreFaults(reg prometheus.Registerer, be *pebblebackend.Backend) error {
+	for _, c := range []struct {
+		name, help string
+		v          func(pebblebackend.FaultStats) uint64
+	}{
+		{"floe_versionstore_disk_refusals_total", "Times the embedded store's disk started refusing writes (full, or the data directory unwritable).",
+			func(f pebblebackend.FaultStats) uint64 { return f.DiskRefusals }},
+		{"floe_versionstore_reopens_total", "Times the embedded store reopened itself after a write it could not make durable (a failed fsync).",
+			func(f pebblebackend.FaultStats) uint64 { return f.Reopens }},
+	} {
+		v := c.v
+		if err := reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help},
+			func() float64 { return float64(v(be.Faults())) })); err != nil {
+			return err
+		}
+	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -22,6 +23,12 @@ type Config struct {
 
 	// MaxBodyBytes caps every request body. Larger requests get 413.
 	MaxBodyBytes int64
+	// MaxBodyBytesInFlight bounds the bytes of request bodies all requests
+	// in flight hold together (bodybudget.go); a request whose body does
+	// not fit gets 503 with Retry-After. 0 derives it: an eighth of the Go
+	// runtime's soft memory limit when one is set, else 8 × MaxBodyBytes,
+	// never less than MaxBodyBytes. Negative turns the bound off.
+	MaxBodyBytesInFlight int64
 
 	// HTTP server timeouts, see net/http.Server.
 	ReadHeaderTimeout time.Duration
@@ -52,6 +59,13 @@ type Config struct {
 	// OnListen, if set, is called with the bound address once the listener
 	// is open and before requests are served.
 	OnListen func(net.Addr)
+
+	// AuthenticateUnmatched, if set, wraps the answers to requests no
+	// route matched (404, 405), with the APIs' Authenticate signature: the
+	// server passes the writer of its 401. Unknown paths then authenticate
+	// first, as every known API route does, so an unauthenticated caller
+	// learns nothing about which paths exist.
+	AuthenticateUnmatched func(onError func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler
 }
 
 // Mount adds one API's routes to the router: a plain route registration
@@ -116,6 +130,11 @@ func (c Config) validate() error {
 	var errs []error
 	if c.MaxBodyBytes < 0 {
 		errs = append(errs, fmt.Errorf("max body bytes must not be negative, got %d", c.MaxBodyBytes))
+	}
+	if c.MaxBodyBytesInFlight > 0 && c.MaxBodyBytesInFlight < c.MaxBodyBytes {
+		// A body between the two could never be served, however long its
+		// client retried.
+		errs = append(errs, fmt.Errorf("max body bytes in flight (%d) must be at least max body bytes (%d)", c.MaxBodyBytesInFlight, c.MaxBodyBytes))
 	}
 	for _, d := range []struct {
 		name string

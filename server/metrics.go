@@ -73,6 +73,8 @@ func registerStoreMetrics(reg prometheus.Registerer, st *versionstore.Stats) err
 		{"floe_versionstore_backend_retries_total", "Batches redone after the backend saw a concurrent reference change.", &st.BackendRetries},
 		{"floe_versionstore_locked_rounds_total", "Group-commit rounds that waited for their branch's row lock because other replicas were writing it (shared backends).", &st.LockedRounds},
 		{"floe_versionstore_trees_rebuilt_total", "Trees of commits that were not the last of their group-commit round, rebuilt from their operations on read.", &st.TreesRebuilt},
+		{"floe_versionstore_unavailable_writes_total", "Writes refused because the storage could not take them (a full disk, an unwritable directory, a database down); nothing was written.", &st.UnavailableWrites},
+		{"floe_versionstore_unknown_outcome_writes_total", "Writes whose outcome the storage could not confirm (a failed fsync, a lost connection); they may have happened.", &st.UnknownOutcomes},
 	} {
 		v := c.v
 		if err := reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help},
@@ -80,5 +82,13 @@ func registerStoreMetrics(reg prometheus.Registerer, st *versionstore.Stats) err
 			return err
 		}
 	}
-	return nil
+	return reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "floe_versionstore_writable",
+		Help: "1 while the version store's storage takes writes, 0 while it refuses them (see /readyz for why).",
+	}, func() float64 {
+		if st.Writable() {
+			return 1
+		}
+		return 0
+	}))
 }

@@ -167,11 +167,14 @@ func (s *Server) recoverPanic(rec *responseRecorder, r *http.Request) {
 		"internal server error; request id "+RequestID(r.Context()))
 }
 
-// serveLimited enforces the body size limit. A declared Content-Length over
-// the limit is refused before the handler runs. A body without a declared
-// length is cut at the limit; if the handler then reads past it, whatever the
-// handler answers is replaced by the same 413, so every API reports an
-// oversized body the same way without checking for it.
+// serveLimited enforces the body size limit and the bound on body bytes
+// in flight. A declared Content-Length over the limit is refused before the
+// handler runs, and so is one that does not fit the bytes in flight (503,
+// Retry-After). A body without a declared length is cut at the limit and
+// takes its share of the bytes in flight as it is read; if the handler
+// reads past either, whatever it answers is replaced by the same 413 or
+// 503, so every API reports them the same way without checking for them.
+// A request's bytes stay counted until its handler returns.
 func (s *Server) serveLimited(w http.ResponseWriter, r *http.Request) {
 	limit := s.cfg.MaxBodyBytes
 	if r.ContentLength > limit {
@@ -183,6 +186,19 @@ func (s *Server) serveLimited(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := &limitedBody{ReadCloser: http.MaxBytesReader(w, r.Body, limit)}
+	if b := s.bodies; b != nil {
+		if r.ContentLength > 0 {
+			if !b.reserve(r.ContentLength) {
+				b.refused.Inc()
+				writeBusy(w, b.limit)
+				return
+			}
+			defer b.release(r.ContentLength)
+		} else {
+			body.budget = b
+			defer func() { b.release(body.reserved.Load()) }()
+		}
+	}
 	r.Body = body
 	lw := &tooLargeWriter{ResponseWriter: w, body: body, limit: limit}
 	s.router.ServeHTTP(lw, r)
@@ -194,16 +210,30 @@ func writeTooLarge(w http.ResponseWriter, limit int64) {
 		fmt.Sprintf("request body exceeds the limit of %d bytes", limit))
 }
 
-// limitedBody remembers whether a read ran into the size limit.
+// limitedBody remembers whether a read ran into the size limit or, for a
+// body without a declared length, past the bytes in flight.
 type limitedBody struct {
 	io.ReadCloser
 	exceeded atomic.Bool
+
+	budget     *bodyBudget // nil: the body's bytes were reserved up front, or nothing bounds them
+	reserved   atomic.Int64
+	overBudget atomic.Bool
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		b.exceeded.Store(true)
+	}
+	if n > 0 && b.budget != nil {
+		if !b.budget.reserve(int64(n)) {
+			if !b.overBudget.Swap(true) {
+				b.budget.refused.Inc()
+			}
+			return 0, errOverBudget
+		}
+		b.reserved.Add(int64(n))
 	}
 	return n, err
 }

@@ -35,3 +35,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeError(w http.ResponseWriter, status int, typ, message string) {
 	writeJSON(w, status, errorBody{Error: errorDetail{Message: message, Type: typ, Code: status}})
 }
+
+// unauthenticated answers an unmatched request without valid credentials
+// as the Iceberg API answers its own: the same message whatever was wrong.
+func (s *Server) unauthenticated(w http.ResponseWriter, r *http.Request, err error) {
+	s.logger.DebugContext(r.Context(), "unmatched request not authenticated",
+		"method", r.Method, "path", r.URL.EscapedPath(), "error", err, "request_id", RequestID(r.Context()))
+	writeError(w, http.StatusUnauthorized, "NotAuthorizedException", "Not authorized: missing or invalid bearer token")
+}

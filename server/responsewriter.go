@@ -30,7 +30,8 @@ func (w *responseRecorder) Write(b []byte) (int, error) {
 func (w *responseRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // tooLargeWriter replaces the handler's response with a 413 when the handler
-// starts answering after its request body ran into the size limit.
+// starts answering after its request body ran into the size limit, or with
+// a 503 when the body ran past the bytes in flight.
 type tooLargeWriter struct {
 	http.ResponseWriter
 	body     *limitedBody
@@ -45,7 +46,8 @@ func (w *tooLargeWriter) decide() {
 		return
 	}
 	w.decided = true
-	if !w.body.exceeded.Load() {
+	tooLarge, overBudget := w.body.exceeded.Load(), w.body.overBudget.Load()
+	if !tooLarge && !overBudget {
 		return
 	}
 	w.replaced = true
@@ -55,7 +57,11 @@ func (w *tooLargeWriter) decide() {
 			delete(h, k)
 		}
 	}
-	writeTooLarge(w.ResponseWriter, w.limit)
+	if tooLarge {
+		writeTooLarge(w.ResponseWriter, w.limit)
+		return
+	}
+	writeBusy(w.ResponseWriter, w.body.budget.limit)
 }
 
 func (w *tooLargeWriter) WriteHeader(code int) {

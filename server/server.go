@@ -31,6 +31,7 @@ type Server struct {
 	metrics  *httpMetrics
 	tracer   trace.Tracer
 	draining atomic.Bool // set when shutdown begins; /readyz then answers 503
+	bodies   *bodyBudget // nil when request bodies in flight are not bounded
 }
 
 // New builds a server over an open store and mounts cfg.Mounts. It does not
@@ -71,13 +72,28 @@ func New(cfg Config, logger *slog.Logger, store *versionstore.Store) (*Server, e
 		tracer:  tp.Tracer(tracerName),
 	}
 
+	if cfg.MaxBodyBytesInFlight >= 0 {
+		limit := cfg.MaxBodyBytesInFlight
+		if limit == 0 {
+			limit = defaultBodyBudget(cfg.MaxBodyBytes)
+		}
+		if s.bodies, err = newBodyBudget(limit, registry); err != nil {
+			return nil, err
+		}
+		logger.Info("request bodies in flight bounded", "bytes", limit)
+	}
+
 	r := s.router
-	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var notFound, notAllowed http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NotFoundException", "no route for "+r.Method+" "+r.URL.EscapedPath())
-	})
-	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	}), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "method "+r.Method+" not allowed on "+r.URL.EscapedPath())
 	})
+	if cfg.AuthenticateUnmatched != nil {
+		authenticate := cfg.AuthenticateUnmatched(s.unauthenticated)
+		notFound, notAllowed = authenticate(notFound), authenticate(notAllowed)
+	}
+	r.NotFoundHandler, r.MethodNotAllowedHandler = notFound, notAllowed
 	r.Use(captureRoute)
 	r.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet, http.MethodHead)

@@ -205,6 +205,12 @@ func (s *Store) writeKeys(ctx context.Context, name string, keys [][]byte, apply
 		return nil, err
 	}
 	defer s.closeMu.RUnlock()
+	// A write the storage cannot take now is refused before it queues:
+	// behind a round waiting for a full disk it would wait as long.
+	if err := s.Writable(); err != nil {
+		s.stats.UnavailableWrites.Add(1)
+		return nil, fmt.Errorf("write on %q: %w", name, err)
+	}
 	ctx, span := s.startWriteSpan(ctx, name)
 	defer span.End()
 	req := &writeRequest{ctx: ctx, apply: apply, keys: keys, done: make(chan struct{})}
@@ -486,6 +492,12 @@ func (p *preparedRound) start() {
 			b.Refs[0].Hint = p.hint()
 		}
 		p.err = apply(context.Background(), b)
+		switch {
+		case errors.Is(p.err, ErrOutcomeUnknown):
+			p.s.stats.UnknownOutcomes.Add(uint64(len(p.round)))
+		case errors.Is(p.err, ErrUnavailable):
+			p.s.stats.UnavailableWrites.Add(uint64(len(p.round)))
+		}
 		p.traceDurable(writing)
 		if p.err == nil {
 			p.ov.publish()

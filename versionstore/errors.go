@@ -36,6 +36,10 @@ var (
 	// ErrUnavailable reports that the backend's storage could not be
 	// reached (a shared database down or restarting); try again later.
 	ErrUnavailable = backend.ErrUnavailable
+	// ErrOutcomeUnknown reports a write whose outcome the backend could
+	// not confirm (it wraps ErrUnavailable): it may have happened. An
+	// ErrUnavailable without it means nothing was written.
+	ErrOutcomeUnknown = backend.ErrOutcomeUnknown
 )
 
 // ConflictType classifies a conflict, with Nessie's names.

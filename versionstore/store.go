@@ -74,7 +74,19 @@ type Stats struct {
 	BackendRetries atomic.Uint64 // batches retried after the backend saw a concurrent ref change
 	TreesRebuilt   atomic.Uint64 // intermediate trees rebuilt from their commits (see intermediate.go)
 	LockedRounds   atomic.Uint64 // rounds built after waiting for the ref's row lock, other replicas contending (lockedRound)
+	// UnavailableWrites counts writes refused because the storage could
+	// not take them (a full disk, a database down): nothing was written.
+	UnavailableWrites atomic.Uint64
+	// UnknownOutcomes counts writes whose outcome the storage could not
+	// confirm: they may have happened.
+	UnknownOutcomes atomic.Uint64
+
+	writable func() error // the store's Writable, for the gauge
 }
+
+// Writable reports whether the store's storage takes writes now; see
+// Store.Writable.
+func (st *Stats) Writable() bool { return st.writable == nil || st.writable() == nil }
 
 // Open opens a store over be, creating the default branch on first use.
 // The store owns be and closes it in Close.
@@ -101,6 +113,7 @@ func Open(ctx context.Context, be backend.Backend, opts Options) (*Store, error)
 		queues:   map[string]*refQueue{},
 		tracer:   tracerOf(opts.TracerProvider),
 	}
+	s.stats.writable = s.Writable
 	if sh, ok := be.(backend.Shared); ok && sh.Shared() {
 		s.shared = true
 		s.multi, _ = be.(backend.ObjectsGetter)
@@ -179,6 +192,19 @@ func (s *Store) Check(ctx context.Context) error {
 	}
 	if _, err := s.commit(ctx, r.Head); err != nil {
 		return fmt.Errorf("read head of %q: %w", DefaultBranch, err)
+	}
+	if err := s.Writable(); err != nil {
+		return fmt.Errorf("writes: %w", err)
+	}
+	return nil
+}
+
+// Writable returns nil unless the backend knows its storage does not take
+// writes now (backend.Writability); then an error wrapping ErrUnavailable
+// that says why. Reads may still be served.
+func (s *Store) Writable() error {
+	if w, ok := s.be.(backend.Writability); ok {
+		return w.Writable()
 	}
 	return nil
 }

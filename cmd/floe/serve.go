@@ -168,6 +168,7 @@ func newServeCommand() *cobra.Command {
 	f.DurationVar(&cfg.HTTP.ShutdownTimeout, "shutdown-timeout", cfg.HTTP.ShutdownTimeout, "how long in-flight requests may run after shutdown begins")
 	f.DurationVar(&cfg.HTTP.DrainDelay, "drain-delay", cfg.HTTP.DrainDelay, "how long /readyz fails before the listener closes on shutdown")
 	f.Int64Var(&cfg.HTTP.MaxBodyBytes, "max-body-bytes", cfg.HTTP.MaxBodyBytes, "largest request body accepted")
+	f.Int64Var(&cfg.HTTP.MaxBodyBytesInFlight, "max-body-bytes-in-flight", 0, "bytes of request bodies all requests in flight may hold together; beyond it requests get 503 with Retry-After. 0 is an eighth of the memory limit (8 x --max-body-bytes without one), never less than --max-body-bytes; negative turns the bound off")
 	f.DurationVar(&cfg.HTTP.ReadHeaderTimeout, "read-header-timeout", cfg.HTTP.ReadHeaderTimeout, "time allowed to read request headers")
 	f.DurationVar(&cfg.HTTP.ReadTimeout, "read-timeout", cfg.HTTP.ReadTimeout, "time allowed to read a whole request")
 	f.DurationVar(&cfg.HTTP.WriteTimeout, "write-timeout", cfg.HTTP.WriteTimeout, "time allowed to write a response")

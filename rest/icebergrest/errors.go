@@ -112,8 +112,10 @@ func classify(err error) *apiError {
 		return &apiError{status: http.StatusForbidden, typ: typeForbidden, msg: err.Error(), cause: err}
 	case errors.Is(err, versionstore.ErrClosed):
 		return &apiError{status: http.StatusServiceUnavailable, typ: typeServiceUnavailable, msg: "the catalog is shutting down", cause: err}
+	case errors.Is(err, versionstore.ErrOutcomeUnknown):
+		return &apiError{status: http.StatusInternalServerError, typ: typeInternalServerError, msg: "the catalog could not confirm the change, it may or may not have happened; check before retrying: " + err.Error(), cause: err}
 	case errors.Is(err, versionstore.ErrUnavailable):
-		return &apiError{status: http.StatusServiceUnavailable, typ: typeServiceUnavailable, msg: "the catalog's database is unavailable; try again later", cause: err}
+		return &apiError{status: http.StatusServiceUnavailable, typ: typeServiceUnavailable, msg: "the catalog's storage cannot take the request now, nothing was changed; try again later: " + err.Error(), cause: err}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &apiError{status: http.StatusServiceUnavailable, typ: typeServiceUnavailable, msg: "request cancelled or timed out", cause: err}
 	}

@@ -137,8 +137,14 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 }
 
 // definiteStoreFailure reports store errors that prove nothing was
-// committed.
+// committed. Storage that could not take the write (a full disk, a
+// database down) is one, unless the store says the outcome is unknown: the
+// client then gets a 503 to retry, not a 500 it must read as "commit state
+// unknown".
 func definiteStoreFailure(err error) bool {
+	if errors.Is(err, versionstore.ErrUnavailable) {
+		return !errors.Is(err, versionstore.ErrOutcomeUnknown)
+	}
 	for _, e := range []error{versionstore.ErrInvalid, versionstore.ErrNotABranch, versionstore.ErrReferenceNotFound,
 		versionstore.ErrClosed, versionstore.ErrForbidden, versionstore.ErrReferenceConflict} {
 		if errors.Is(err, e) {

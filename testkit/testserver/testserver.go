@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/floe-catalog/floe/assemble"
 	"github.com/floe-catalog/floe/maintenance"
 	"github.com/floe-catalog/floe/mergequeue"
@@ -55,6 +57,9 @@ type Options struct {
 	// --store` does (a postgres:// URL makes the server one of several
 	// replicas over that database); "" is Pebble in Dir.
 	Store string
+	// StoreFS, if set, is the file system the Pebble store lives on (see
+	// assemble.Config.StoreFS): a fault-injecting one plays a full disk.
+	StoreFS vfs.FS
 }
 
 // Server is one running server.
@@ -112,7 +117,7 @@ func Start(t testing.TB, opts Options) *Server {
 	if opts.Maintenance != nil {
 		opts.Maintenance(&cfg.Maintenance)
 	}
-	cfg.Store = opts.Store
+	cfg.Store, cfg.StoreFS = opts.Store, opts.StoreFS
 	if opts.MergeQueue != nil {
 		opts.MergeQueue(&cfg.MergeQueue)
 	}

@@ -30,6 +30,12 @@ var (
 	// with it wrote nothing, unless the error also says its outcome is
 	// unknown.
 	ErrUnavailable = errors.New("storage unavailable")
+	// ErrOutcomeUnknown reports an Apply whose batch may or may not have
+	// been written: it reached the storage, but the answer was lost (a
+	// connection broke) or the write could not be confirmed durable (a
+	// failed fsync). It wraps ErrUnavailable; a caller must read back
+	// before telling anyone the write did not happen.
+	ErrOutcomeUnknown = fmt.Errorf("outcome of the commit is unknown: %w", ErrUnavailable)
 	// ErrRecordNotFound reports a missing record.
 	ErrRecordNotFound = errors.New("record not found")
 	// ErrRecordConflict reports that a record did not hold the value a
@@ -166,6 +172,15 @@ type Backend interface {
 
 	// Close releases the backend. Pending Apply calls finish first.
 	Close() error
+}
+
+// Writability is implemented by a backend that can tell, without writing,
+// that its storage does not take writes now: a full disk or an unwritable
+// directory, say. The version store reports it in its readiness check.
+type Writability interface {
+	// Writable returns nil while writes can be made durable, and
+	// otherwise an error wrapping ErrUnavailable that says why.
+	Writable() error
 }
 
 // Shared is implemented by a backend that other processes may write at the

@@ -29,8 +29,10 @@ func (b *Backend) Apply(ctx context.Context, batch backend.Batch) error {
 		return err
 	}
 	defer b.leave()
-	if failed := b.failed.Load(); failed != nil {
-		return fmt.Errorf("pebblebackend: apply: an earlier write failed, reopen the backend: %w", *failed)
+	// A batch the disk cannot take is refused before it reaches Pebble:
+	// nothing is written, and the caller may try again later.
+	if err := b.Writable(); err != nil {
+		return fmt.Errorf("pebblebackend: apply: %w", err)
 	}
 
 	names, err := lockNames(batch)
@@ -250,12 +252,15 @@ func (b *Backend) commit(pb *pebble.Batch, log [][]byte) (uint64, error) {
 			return 0, fmt.Errorf("pebblebackend: apply: build batch: %w", err)
 		}
 	}
-	var err error
-	if b.sync {
-		err = b.db.ApplyNoSyncWait(pb, pebble.Sync)
-	} else {
-		err = b.db.Apply(pb, pebble.NoSync)
+	// Pebble's log writer keeps a failed write's error, and the next
+	// commit to meet it panics: enter only while the WAL has not failed.
+	if werr := b.guard.walFailure(); werr != nil {
+		b.seqMu.Unlock()
+		err := fmt.Errorf("write-ahead log: %w", werr)
+		b.fail(err)
+		return 0, fmt.Errorf("pebblebackend: apply: %w: %w", backend.ErrUnavailable, err)
 	}
+	err := b.enterPebble(pb)
 	if err == nil {
 		// Errors returned here precede the WAL write (Pebble treats any
 		// later failure as fatal), so on error the seqs were never used.
@@ -269,16 +274,36 @@ func (b *Backend) commit(pb *pebble.Batch, log [][]byte) (uint64, error) {
 	if b.sync {
 		if err := pb.SyncWait(); err != nil {
 			// The batch is visible in Pebble but may not be durable, and the
-			// mirror was not updated: refuse further writes.
-			err = fmt.Errorf("pebblebackend: apply: sync WAL: %w", err)
-			b.failed.CompareAndSwap(nil, &err)
-			return 0, err
+			// mirror was not updated: refuse further writes until the
+			// database is reopened, which reads back what reached the disk.
+			// Whether this batch did is unknown.
+			err = fmt.Errorf("sync WAL: %w", err)
+			b.fail(err)
+			return 0, fmt.Errorf("pebblebackend: apply: %w: %w", backend.ErrOutcomeUnknown, err)
 		}
 	}
 	if len(log) == 0 {
 		return 0, nil
 	}
 	return first + uint64(len(log)) - 1, nil
+}
+
+// enterPebble hands pb to Pebble's commit pipeline. A panic there (a log
+// writer error met by this commit) leaves the pipeline's lock held for
+// good: the batch is reported as not written (Pebble panics before it
+// reaches the WAL) and the backend as wedged, to be restarted.
+func (b *Backend) enterPebble(pb *pebble.Batch) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: Pebble failed inside a commit: %v", backend.ErrUnavailable, r)
+			b.wedged.CompareAndSwap(nil, &err)
+			b.logger.Error("the store cannot take writes until floe is restarted", "cause", err.Error())
+		}
+	}()
+	if b.sync {
+		return b.db.ApplyNoSyncWait(pb, pebble.Sync)
+	}
+	return b.db.Apply(pb, pebble.NoSync)
 }
 
 // publish makes a durable batch's effects visible through GetRef, ListRefs

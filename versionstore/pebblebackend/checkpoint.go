@@ -33,6 +33,11 @@ func (b *Backend) Checkpoint(ctx context.Context, dir string) error {
 		return err
 	}
 	defer b.leave()
+	// A checkpoint syncs the WAL through the commit pipeline, which a failed
+	// WAL would make panic; and a refusing disk would hold it.
+	if err := b.Writable(); err != nil {
+		return fmt.Errorf("pebblebackend: checkpoint %s into %s: %w", b.dir, dir, err)
+	}
 	if err := b.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
 		return fmt.Errorf("pebblebackend: checkpoint %s into %s: %w", b.dir, dir, err)
 	}

@@ -7,6 +7,17 @@
 // Pebble: it must never import the version store itself, HTTP, or Iceberg
 // packages. Everything above the storage interface belongs elsewhere.
 //
+// # A disk that refuses writes
+//
+// Pebble treats a failed write-ahead-log write as fatal (it panics, and in
+// rotateWAL the panic ends the process), so the backend keeps refusals
+// from reaching it: diskguard.go holds a write the disk refuses (full, or
+// the directory unwritable) until it takes it, while Apply refuses new
+// batches with backend.ErrUnavailable and Writable says why. A failed
+// fsync, which cannot be retried safely, makes its batch's outcome
+// unknown and the backend reopens the database once the disk takes
+// writes (recover.go). Open fails at once on a disk that cannot write.
+//
 // # On-disk format
 //
 // Two versions describe a database: floe's key layout (the format marker,

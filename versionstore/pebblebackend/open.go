@@ -3,8 +3,12 @@ package pebblebackend
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/floe-catalog/floe/versionstore/backend"
 )
 
 // FormatMajorVersion is the Pebble on-disk format this build writes. Pebble
@@ -25,12 +29,97 @@ var ErrUnknownFormat = errors.New("unknown storage format")
 // Open opens the database in dir, creating it if it does not exist. A new
 // database is stamped with the current format marker; an existing one must
 // carry it, or Open fails with an error wrapping ErrUnknownFormat.
+//
+// Open fails at once, with the cause in its error, if the disk cannot take
+// the store's writes: less than minFreeBytes free, or a directory where a
+// file cannot be written and synced. Starting anyway would bring up a
+// server whose first flush hangs or fails (issue 32); coming up read-only
+// instead would keep reads going, but hide the fault behind a server that
+// looks healthy to every probe but the first write.
 func Open(dir string, opts Options) (*Backend, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = discardLogger()
 	}
-	cacheSize := opts.CacheSize
+	fsys := opts.FS
+	if fsys == nil {
+		fsys = vfs.Default
+	}
+	b := &Backend{
+		dir:     dir,
+		sync:    !opts.NoSync,
+		opts:    opts,
+		fs:      fsys,
+		logger:  logger,
+		plog:    pebbleLogger{log: logger, limit: newLogLimiter(pebbleLogEvery)},
+		guard:   newDiskGuard(logger),
+		closing: make(chan struct{}),
+		refs:    make(map[string][]byte),
+	}
+	if err := b.preflight(); err != nil {
+		return nil, fmt.Errorf("pebblebackend: open %s: %w", dir, err)
+	}
+	db, err := b.openDB()
+	if err != nil {
+		return nil, fmt.Errorf("pebblebackend: open %s: %w", dir, err)
+	}
+	b.db = db
+	if err := b.load(); err != nil {
+		return nil, errors.Join(fmt.Errorf("pebblebackend: open %s: %w", dir, err), db.Close())
+	}
+	// From here on a refusing disk stalls writes instead of failing them.
+	b.guard.holding.Store(true)
+	return b, nil
+}
+
+// minFreeBytes is the free space Open requires: room to flush one full
+// memtable, the largest write the store makes on its own.
+const minFreeBytes = memTableSize
+
+// probeName is the file preflight writes and removes.
+const probeName = "floe-write-probe"
+
+// preflight checks that the disk holding the store takes writes: enough
+// free space, and a file in the directory can be created, written, synced
+// and removed. It creates the directory if needed.
+func (b *Backend) preflight() error {
+	if err := b.fs.MkdirAll(b.dir, 0o755); err != nil {
+		return fmt.Errorf("the store cannot write in its directory: %w", err)
+	}
+	if du, err := b.fs.GetDiskUsage(b.dir); err == nil && du.AvailBytes < minFreeBytes {
+		// Some file systems (in-memory ones) cannot say; only a known
+		// shortage stops the start.
+		return fmt.Errorf("the disk holding the store has %d MiB free, and the store needs %d MiB to start: free space and start again: %w",
+			du.AvailBytes>>20, minFreeBytes>>20, backend.ErrUnavailable)
+	}
+	if err := probeWrite(b.fs, b.fs.PathJoin(b.dir, probeName)); err != nil {
+		return fmt.Errorf("the store cannot write in its directory: %w", err)
+	}
+	return nil
+}
+
+// probeWrite creates path, writes and syncs a page, and removes it.
+func probeWrite(fsys vfs.FS, path string) error {
+	f, err := fsys.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(make([]byte, 4096))
+	if err == nil {
+		err = f.Sync()
+	}
+	err = errors.Join(err, f.Close())
+	if rmErr := fsys.Remove(path); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+		err = errors.Join(err, rmErr)
+	}
+	return err
+}
+
+// openDB opens Pebble in b.dir over the guarded file system. Each call
+// builds its own options: a reopen must not reuse the block cache the
+// closed database released.
+func (b *Backend) openDB() (*pebble.DB, error) {
+	cacheSize := b.opts.CacheSize
 	if cacheSize <= 0 {
 		cacheSize = defaultCacheSize
 	}
@@ -39,10 +128,10 @@ func Open(dir string, opts Options) (*Backend, error) {
 	defer cache.Unref()
 
 	popts := &pebble.Options{
-		FS:                 opts.FS,
+		FS:                 guardFS{FS: b.fs, g: b.guard},
 		Cache:              cache,
 		FormatMajorVersion: FormatMajorVersion,
-		Logger:             pebbleLogger{log: logger},
+		Logger:             b.plog,
 		// Object keys are SHA-256 hashes, so every flushed table spans the
 		// whole key space and overlaps everything below it. A larger
 		// memtable means fewer, larger flushes and much less compaction
@@ -54,20 +143,7 @@ func Open(dir string, opts Options) (*Backend, error) {
 	// the CPU of each commit in flushes and compactions. Tables written
 	// with compression by earlier versions stay readable.
 	popts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
-	db, err := pebble.Open(dir, popts)
-	if err != nil {
-		return nil, fmt.Errorf("pebblebackend: open %s: %w", dir, err)
-	}
-	b := &Backend{
-		db:   db,
-		dir:  dir,
-		sync: !opts.NoSync,
-		refs: make(map[string][]byte),
-	}
-	if err := b.load(); err != nil {
-		return nil, errors.Join(fmt.Errorf("pebblebackend: open %s: %w", dir, err), db.Close())
-	}
-	return b, nil
+	return pebble.Open(b.dir, popts)
 }
 
 // load checks the format marker (writing it into an empty database), fills

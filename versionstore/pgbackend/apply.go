@@ -20,8 +20,8 @@ import (
 // ErrOutcomeUnknown reports a batch whose COMMIT was sent but whose answer
 // was lost (the connection broke, or the database went away), and whose
 // outcome could not be found out afterwards by reading its references back.
-// It wraps backend.ErrUnavailable too.
-var ErrOutcomeUnknown = fmt.Errorf("outcome of the commit is unknown: %w", backend.ErrUnavailable)
+// It is backend.ErrOutcomeUnknown, and wraps backend.ErrUnavailable too.
+var ErrOutcomeUnknown = backend.ErrOutcomeUnknown
 
 // commitTimeout bounds the COMMIT of a batch, which no longer follows the
 // caller's context: abandoning it half way would leave the caller not
