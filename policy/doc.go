@@ -4,7 +4,9 @@
 // get a Decision from Engine.Decide. The engine loads a policy bundle from
 // a directory or .tar.gz (hot reloaded), from an OPA bundle server (ETag
 // polling), or the default bundle compiled into floe; verifies bundle
-// signatures when given a key; writes a JSON decision log; and exports
+// signatures when given a key; refuses a bundle that is incomplete or
+// fails its own Rego tests, keeping the last good one (bundlecheck.go);
+// writes a JSON decision log; and exports
 // Prometheus metrics. policy/README.md documents the input document, the
 // decision, the default policy and the bundle protocol. Authentication
 // (turning a token into a Principal) lives in policy/authn. Decisions run

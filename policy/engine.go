@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -233,7 +234,7 @@ func (e *Engine) start(ctx context.Context) error {
 		}
 		go e.loop(e.pollHTTP)
 	case e.opts.Bundle != "":
-		e.local = &localSource{path: e.opts.Bundle, vc: e.vc}
+		e.local = &localSource{path: e.opts.Bundle, vc: e.vc, settle: min(e.opts.PollInterval, settleInterval)}
 		if err := e.reloadLocal(ctx, true); err != nil {
 			return err
 		}
@@ -243,7 +244,7 @@ func (e *Engine) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := e.activate(ctx, b, "embedded default bundle"); err != nil {
+		if err := e.activate(ctx, b, embeddedSource); err != nil {
 			return err
 		}
 		close(e.loopDone)
@@ -331,20 +332,29 @@ func (e *Engine) Reload(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		return e.activate(ctx, b, "embedded default bundle")
+		return e.activate(ctx, b, embeddedSource)
 	}
 }
 
 // activate compiles b and makes it the active bundle. A bundle is
-// rejected, and the active one kept, if it does not compile, defines no
-// decision rule, or fails to evaluate a probe decision.
+// refused, and the active one kept, if it does not compile, defines no
+// decision rule, refers to documents it does not define, fails its own
+// tests, or fails to evaluate a probe decision (bundlecheck.go). The
+// embedded default bundle skips its own tests: they run in `make test`
+// and it cannot change after the build.
 func (e *Engine) activate(ctx context.Context, b *bundle.Bundle, source string) error {
-	a, err := prepare(ctx, b, e.opts.DecisionCacheSize, e.opts.Evaluator)
+	a, err := prepare(ctx, b, e.opts.DecisionCacheSize, e.opts.Evaluator, source != embeddedSource)
 	if err != nil {
-		e.metrics.rejected.Inc()
-		e.log.Error("policy bundle rejected; keeping the active one",
-			"source", source, "revision", b.Manifest.Revision, "active_revision", e.activeRevision(), "err", err)
-		return fmt.Errorf("policy bundle from %s (revision %q) rejected: %w", source, b.Manifest.Revision, err)
+		if ctx.Err() != nil {
+			// Cut short by shutdown or a cancelled Reload: nothing is
+			// known about the bundle.
+			return fmt.Errorf("policy bundle from %s (revision %q) not activated: %w", source, b.Manifest.Revision, err)
+		}
+		e.countRefusal(err)
+		e.log.Error("policy bundle refused; keeping the active one",
+			"source", source, "revision", b.Manifest.Revision, "active_revision", e.activeRevision(),
+			"reason", refusalReason(err), "err", err)
+		return fmt.Errorf("policy bundle from %s (revision %q) refused: %w", source, b.Manifest.Revision, err)
 	}
 	prev := e.activeRevision()
 	e.active.Store(a)
@@ -358,6 +368,15 @@ func (e *Engine) activate(ctx context.Context, b *bundle.Bundle, source string) 
 		e.log.Info("policy bundle evaluated with topdown", "revision", a.revision, "reason", a.topdownWhy)
 	}
 	return nil
+}
+
+// embeddedSource names the default bundle compiled into floe.
+const embeddedSource = "embedded default bundle"
+
+// countRefusal counts a bundle that will not replace the active one.
+func (e *Engine) countRefusal(err error) {
+	e.metrics.rejected.Inc()
+	e.metrics.refusals.WithLabelValues(refusalReason(err)).Inc()
 }
 
 func (e *Engine) setLastError(err error) {
@@ -381,7 +400,7 @@ func (e *Engine) activeRevision() string {
 
 var decisionRef = ast.MustParseRef(DecisionQuery)
 
-func prepare(ctx context.Context, b *bundle.Bundle, cacheSize int, evaluator string) (*activeBundle, error) {
+func prepare(ctx context.Context, b *bundle.Bundle, cacheSize int, evaluator string, runTests bool) (*activeBundle, error) {
 	var compiler *ast.Compiler
 	// rego creates a fresh store for each activation: the bundle's data
 	// replaces the previous one wholesale, and in-flight evaluations keep
@@ -392,10 +411,19 @@ func prepare(ctx context.Context, b *bundle.Bundle, cacheSize int, evaluator str
 		rego.CompilerHook(func(c *ast.Compiler) { compiler = c }),
 	).PrepareForEval(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("compile: %w", err)
+		return nil, refuse(refusedCompile, fmt.Errorf("compile: %w", err))
 	}
 	if compiler == nil || len(compiler.GetRules(decisionRef)) == 0 {
-		return nil, fmt.Errorf("bundle defines no %s rule", DecisionQuery)
+		return nil, refuse(refusedNoDecision, fmt.Errorf("bundle defines no %s rule", DecisionQuery))
+	}
+	if missing := missingDocuments(compiler, b); len(missing) > 0 {
+		return nil, refuse(refusedMissingData, fmt.Errorf("the policy refers to %s, which neither the bundle's data nor its rules define (a data.json missing from the bundle?)",
+			strings.Join(missing, ", ")))
+	}
+	if runTests {
+		if _, err := runBundleTests(ctx, b); err != nil {
+			return nil, err
+		}
 	}
 	a := &activeBundle{query: pq, revision: b.Manifest.Revision, bundle: b}
 	if cacheSize == 0 {
@@ -415,7 +443,7 @@ func prepare(ctx context.Context, b *bundle.Bundle, cacheSize int, evaluator str
 		Ref:       Ref{Name: "main", Type: RefBranch},
 	}
 	if _, _, err := a.eval(ctx, &probe); err != nil {
-		return nil, fmt.Errorf("probe decision: %w", err)
+		return nil, refuse(refusedProbe, fmt.Errorf("probe decision: %w", err))
 	}
 	if evaluator == EvaluatorAuto {
 		a.plan, a.topdownWhy = compilePlan(ctx, a, b)

@@ -127,7 +127,7 @@ func TestBundleTestInputsVerifyPlan(t *testing.T) {
 		return &b
 	}
 	allowZed := parse("package floe.authz\n\ndecision := {\"allow\": input.principal.id == \"zed\", \"reasons\": [\"r\"]}\n", "")
-	a, err := prepare(t.Context(), allowZed, -1, EvaluatorTopdown)
+	a, err := prepare(t.Context(), allowZed, -1, EvaluatorTopdown, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func fuzzBundles(f *testing.F) []fuzzBundle {
 	}
 	var out []fuzzBundle
 	for name, b := range all {
-		a, err := prepare(f.Context(), b, -1, EvaluatorAuto)
+		a, err := prepare(f.Context(), b, -1, EvaluatorAuto, false)
 		if err != nil {
 			f.Fatalf("%s: %v", name, err)
 		}

@@ -144,7 +144,7 @@ func (e *Engine) onDownload(ctx context.Context, u download.Update) error {
 		// The server answered, but the bundle did not parse or verify.
 		// The downloader forgets the ETag of such a bundle and fetches it
 		// again on every poll: count each attempt, log the error once.
-		e.metrics.rejected.Inc()
+		e.countRefusal(u.Error)
 		level := slog.LevelError
 		if msg := u.Error.Error(); msg == e.lastRejection {
 			level = slog.LevelDebug

@@ -18,6 +18,7 @@ type metrics struct {
 	activations *prometheus.CounterVec
 	activatedOK prometheus.Counter
 	rejected    prometheus.Counter
+	refusals    *prometheus.CounterVec
 	fetchErrors prometheus.Counter
 	revision    *prometheus.GaugeVec
 	cache       *prometheus.CounterVec
@@ -43,6 +44,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "floe_policy_bundle_activations_total",
 			Help: "Policy bundle activations by outcome (ok, rejected).",
 		}, []string{"outcome"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "floe_policy_bundle_refusals_total",
+			Help: "Policy bundles refused (the active one kept) by reason: invalid, compile, no_decision, missing_data, tests_failed, probe, unstable.",
+		}, []string{"reason"}),
 		fetchErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "floe_policy_bundle_fetch_errors_total",
 			Help: "Failed attempts to reach the bundle source (HTTP errors, unreadable files).",
@@ -65,10 +70,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.evalError = m.decisions.WithLabelValues("error")
 	m.activatedOK = m.activations.WithLabelValues("ok")
 	m.rejected = m.activations.WithLabelValues("rejected")
+	for _, reason := range refusalReasons {
+		// Every reason is exported from the start, so an alert on a rate
+		// sees its first refusal.
+		m.refusals.WithLabelValues(reason)
+	}
 	m.cacheHit = m.cache.WithLabelValues("hit")
 	m.cacheMiss = m.cache.WithLabelValues("miss")
 
-	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.activations, m.fetchErrors, m.revision, m.cache, m.logDropped} {
+	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.activations, m.refusals, m.fetchErrors, m.revision, m.cache, m.logDropped} {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if errors.As(err, &already) {
@@ -82,7 +92,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 
 // unregister lets a closed engine's registry take a new engine.
 func (m *metrics) unregister(reg prometheus.Registerer) {
-	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.activations, m.fetchErrors, m.revision, m.cache, m.logDropped} {
+	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.activations, m.refusals, m.fetchErrors, m.revision, m.cache, m.logDropped} {
 		reg.Unregister(c)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"strings"
 	"testing"
 
@@ -22,8 +23,27 @@ func defaultBundleWithData(t testing.TB, config string) *bundle.Bundle {
 	if err := json.Unmarshal([]byte(config), &c); err != nil {
 		t.Fatal(err)
 	}
-	b.Data = map[string]any{"floe": map[string]any{"config": c}}
+	// Over the shipped config, so the keys a test leaves out keep their
+	// shipped values: a bundle missing a document it reads is refused.
+	floe := b.Data["floe"].(map[string]any)
+	floe["config"] = overlay(floe["config"].(map[string]any), c)
 	return b
+}
+
+// overlay returns base with every key of over set, objects merged key by
+// key.
+func overlay(base, over map[string]any) map[string]any {
+	out := maps.Clone(base)
+	for k, v := range over {
+		if vm, ok := v.(map[string]any); ok {
+			if bm, ok := out[k].(map[string]any); ok {
+				out[k] = overlay(bm, vm)
+				continue
+			}
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // allInputs is every combination of a wider set of principals, actions,
@@ -84,7 +104,7 @@ func TestDefaultBundlePlanMatchesTopdown(t *testing.T) {
 		"renamed": `{"groups": {"publishers": "release-managers", "ingest": "pipelines", "admins": "ops"}, "namespace_groups": {"sales": "analysts", "finance": "finance"}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			a, err := prepare(t.Context(), defaultBundleWithData(t, config), -1, EvaluatorAuto)
+			a, err := prepare(t.Context(), defaultBundleWithData(t, config), -1, EvaluatorAuto, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +136,7 @@ func FuzzPlanMatchesTopdown(f *testing.F) {
 	f.Add("", "", "read", "main", "tag", "", "", true, 1)
 	f.Add("bob", "admins", "ref.delete", "v1", "tag", "", "sales.orders", false, 2)
 	f.Add("x", "ingest", "table.write", "ingest/x/y", "branch", "", "a.b.c", false, 1)
-	a, err := prepare(f.Context(), defaultBundleWithData(f, `{"groups": {"publishers": "publishers", "ingest": "ingest", "admins": "admins"}, "namespace_groups": {"finance": "finance"}}`), -1, EvaluatorAuto)
+	a, err := prepare(f.Context(), defaultBundleWithData(f, `{"groups": {"publishers": "publishers", "ingest": "ingest", "admins": "admins"}, "namespace_groups": {"finance": "finance"}}`), -1, EvaluatorAuto, false)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -189,7 +209,7 @@ decision := {"allow": x, "reasons": ["r"]} if { x := read with input.action as "
 // TestPlanDisagreementKeepsTopdown checks the verification step itself:
 // a plan of another policy than the prepared query must be refused.
 func TestPlanDisagreementKeepsTopdown(t *testing.T) {
-	a, err := prepare(t.Context(), defaultBundleWithData(t, `{"groups": {"publishers": "publishers", "ingest": "ingest", "admins": "admins"}, "namespace_groups": {}}`), -1, EvaluatorTopdown)
+	a, err := prepare(t.Context(), defaultBundleWithData(t, `{"groups": {"publishers": "publishers", "ingest": "ingest", "admins": "admins"}, "namespace_groups": {}}`), -1, EvaluatorTopdown, false)
 	if err != nil {
 		t.Fatal(err)
 	}
