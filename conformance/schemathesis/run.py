@@ -9,9 +9,14 @@ adds to a copy of the spec, then stops floe and fails if:
 - schemathesis found a 5xx, a status code or content type the spec does not
   list, or a body that does not match the spec's schema;
 - floe did not stop cleanly;
-- a file appeared outside the warehouse and the store (floe runs with its
-  working directory, HOME and TMPDIR in a scratch directory that is checked,
-  and /tmp is searched for metadata files created during the run).
+- a file appeared outside the warehouse and the store, or the catalog
+  points outside the warehouse. The run looks only at its own directories:
+  floe runs with its working directory, HOME and TMPDIR in the run's
+  scratch directory, which is checked file by file, and every table and
+  view the catalog holds at the end must have its location and metadata
+  file inside the warehouse (a location floe was talked into writing
+  elsewhere would be there). Other processes' files on the machine, in
+  /tmp or anywhere, are none of its business.
 
 Environment: FLOE_BIN, SCHEMATHESIS_MAX_TIME (seconds, default 180),
 SCHEMATHESIS_WORKERS (default 1;
@@ -25,7 +30,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -33,6 +37,8 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -233,47 +239,85 @@ def advertised(uri: str, spec: dict) -> list[str]:
     return ["getConfig", *out]
 
 
-# Scratch directories of other test runners (pytest's basetemp, go test's
-# t.TempDir, other floe suites): on a shared machine they fill with
-# metadata files of their own servers while this run is going, and floe
-# never writes there unless a location check failed, which a generated
-# location is all but certain not to aim at.
-OTHER_RUNNERS = re.compile(r"^(pytest-of-|Test|Benchmark|Fuzz|go-build|floe-(?!schemathesis))")
-
-
-def other_runner(rel: Path) -> bool:
-    return bool(rel.parts) and OTHER_RUNNERS.match(rel.parts[0]) is not None
-
-
-def files_outside(base: Path, started: float) -> list[str]:
+def files_outside(base: Path) -> list[str]:
+    """Files under floe's scratch root that are not in its store or warehouse."""
     allowed = [base / "data", base / "warehouse"]
-    bad = []
-    for p in base.rglob("*"):
-        if p.is_file() and not any(p.is_relative_to(a) for a in allowed):
-            bad.append(str(p))
-    tmp = Path("/tmp")
-    for dirpath, _dirs, names in os.walk(tmp):
-        d = Path(dirpath)
-        if d.is_relative_to(base.parent) or other_runner(d.relative_to(tmp)):
-            continue
-        for n in names:
-            p = d / n
-            try:
-                if "metadata" in str(p) and p.stat().st_mtime >= started:
-                    bad.append(str(p))
-            except OSError:
-                pass
-    return bad
+    return [str(p) for p in base.rglob("*") if p.is_file() and not any(p.is_relative_to(a) for a in allowed)]
+
+
+def get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return json.load(r)
+
+
+def locations_outside(uri: str, warehouse: Path) -> tuple[list[str], int]:
+    """Tables and views of the catalog whose location or metadata file is
+    outside the warehouse, walking every namespace level."""
+    prefix = get_json(uri + "/v1/config?warehouse=lake").get("overrides", {}).get("prefix", "lake")
+    root = f"{uri}/v1/{urllib.parse.quote(prefix, safe='')}"
+    inside = warehouse.resolve().as_uri()  # file:///...
+
+    def outside(loc: str | None) -> bool:
+        if not loc:
+            return False
+        if loc.startswith("/"):
+            loc = Path(loc).as_uri()
+        if loc.startswith("file:/") and not loc.startswith("file:///"):
+            loc = "file:///" + loc[len("file:/"):]
+        return not (loc == inside or loc.startswith(inside + "/"))
+
+    def pages(url: str, key: str) -> list:
+        out, token = [], None
+        while True:
+            sep = "&" if "?" in url else "?"
+            page = get_json(url + (f"{sep}pageToken={urllib.parse.quote(token)}" if token else ""))
+            out += page.get(key, [])
+            token = page.get("next-page-token")
+            if not token:
+                return out
+
+    bad: list[str] = []
+    checked = 0
+    todo: list[list[str]] = [[]]
+    seen: set[tuple[str, ...]] = set()
+    while todo:
+        parent = todo.pop()
+        url = root + "/namespaces"
+        if parent:
+            url += "?parent=" + urllib.parse.quote("\x1f".join(parent), safe="")
+        for ns in pages(url, "namespaces"):
+            if tuple(ns) in seen:
+                continue
+            seen.add(tuple(ns))
+            todo.append(ns)
+            path = urllib.parse.quote("\x1f".join(ns), safe="")
+            for kind, key in (("tables", "metadata"), ("views", "metadata")):
+                for ident in pages(f"{root}/namespaces/{path}/{kind}", "identifiers"):
+                    name = urllib.parse.quote(ident["name"], safe="")
+                    try:
+                        loaded = get_json(f"{root}/namespaces/{path}/{kind}/{name}")
+                    except urllib.error.HTTPError as e:
+                        bad.append(f"{kind} {ns}.{ident['name']}: load answered {e.code}")
+                        continue
+                    checked += 1
+                    where = [loaded.get("metadata-location"), loaded.get(key, {}).get("location")]
+                    if any(outside(w) for w in where):
+                        bad.append(f"{kind} {ns}.{ident['name']}: {where}")
+    return bad, checked
 
 
 def main() -> int:
     spec = yaml.safe_load(SPEC.read_text())
-    scratch = Path(tempfile.mkdtemp(prefix="floe-schemathesis-"))
+    # The run's own temp root, under the repository's git-ignored .cache:
+    # floe's files, schemathesis' own, and the TMPDIR of both.
+    cache = ROOT / ".cache"
+    cache.mkdir(exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="schemathesis-run-", dir=cache))
     base, work = scratch / "floe", scratch / "schemathesis"  # floe's files; schemathesis' own
-    work.mkdir()
-    started = time.time()
+    (work / "tmp").mkdir(parents=True)
     proc, uri, lines = start_floe(base)
     status = 1
+    outside: list[str] = []
     try:
         ops = advertised(uri, spec)
         log(f"floe at {uri}; fuzzing {len(ops)} operations: {', '.join(ops)}")
@@ -282,7 +326,11 @@ def main() -> int:
         report = ROOT / ".cache" / "schemathesis-report"
         shutil.rmtree(report, ignore_errors=True)
         cmd = [
-            str(Path(sys.executable).parent / "schemathesis"), "--config-file", str(CONFIG),
+            # Through the virtualenv's interpreter rather than its
+            # bin/schemathesis script, whose #! line names the path the
+            # virtualenv was created at and breaks when it is moved.
+            sys.executable, "-c", "from schemathesis.cli import schemathesis; schemathesis()",
+            "--config-file", str(CONFIG),
             "run", str(derived), "--url", uri,
             "--phases", "examples,coverage,fuzzing,stateful",
             "--checks", CHECKS,
@@ -300,9 +348,12 @@ def main() -> int:
         if seed := os.environ.get("SCHEMATHESIS_SEED"):
             cmd += ["--seed", seed]
         cmd += os.environ.get("SCHEMATHESIS_ARGS", "").split()
-        status = subprocess.run(cmd, cwd=work, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}).returncode
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(work / "tmp")}
+        status = subprocess.run(cmd, cwd=work, env=env).returncode
         if status != 0:
             log(f"schemathesis failed (exit {status}); reports in {report}")
+        outside, checked = locations_outside(uri, base / "warehouse")
+        log(f"{checked} tables and views in the catalog checked for locations outside the warehouse")
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -316,7 +367,7 @@ def main() -> int:
     server_errors = [ln for ln in lines if '"level":"ERROR"' in ln]
     if server_errors:
         log(f"floe logged {len(server_errors)} errors; first ones:\n" + "\n".join(server_errors[:10]))
-    outside = files_outside(base, started)
+    outside += files_outside(base)
     if outside:
         log("files created outside the warehouse:\n" + "\n".join(outside[:50]))
         status = status or 1
