@@ -15,6 +15,7 @@ type metrics struct {
 	bypass   *prometheus.CounterVec   // target
 	batches  prometheus.Histogram     // requests landed per durable write
 	rebuilds *prometheus.CounterVec   // target, why
+	faults   *prometheus.CounterVec   // target
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -34,9 +35,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Merge requests landed per durable write.", Buckets: []float64{1, 2, 4, 8, 16, 32}}),
 		rebuilds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_queue_candidate_rebuilds_total",
 			Help: "Candidates built again, by target and why (target-moved, check-failed, request-changed)."}, []string{"target", "why"}),
+		faults: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_queue_fault_retries_total",
+			Help: "Merges of a request that failed on a storage fault (the warehouse could not be read or written), by target; each is retried after a backoff, up to the queue's bound."}, []string{"target"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.depth, m.wait, m.merge, m.outcomes, m.bypass, m.batches, m.rebuilds} {
+		for _, c := range []prometheus.Collector{m.depth, m.wait, m.merge, m.outcomes, m.bypass, m.batches, m.rebuilds, m.faults} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("merge queue metrics: %w", err)
 			}

@@ -56,6 +56,14 @@ type Options struct {
 	// Poll is how often an idle worker looks at its branch (bypass
 	// commits, requests of another replica); 0 is 5 seconds.
 	Poll time.Duration
+	// FaultRetries bounds the storage faults (mergeengine.FaultError) of
+	// one request: its merge is retried after each, and the
+	// FaultRetries-th fails it with reason code "fault"; 0 is
+	// DefaultFaultRetries. FaultBackoff is the wait after
+	// the first, doubled after each next up to MaxFaultBackoff; 0 is
+	// DefaultFaultBackoff.
+	FaultRetries int
+	FaultBackoff time.Duration
 
 	// Leases, when set, make the queue one of several replicas over a
 	// shared store (backend.Shared): a target's worker runs only while
@@ -71,6 +79,17 @@ type Options struct {
 	// within LeaseTTL plus LeaseTTL/3 (the renewal and retry interval).
 	LeaseTTL time.Duration
 }
+
+// The defaults of Options.FaultRetries and FaultBackoff, and the longest
+// wait between two attempts: a request retried from the first fault to the
+// last waits about half an hour in all, long enough to ride out a full
+// disk or a permission fixed by hand, short enough that a warehouse that
+// stays broken fails the request with its cause.
+const (
+	DefaultFaultRetries = 12
+	DefaultFaultBackoff = 2 * time.Second
+	MaxFaultBackoff     = 5 * time.Minute
+)
 
 // DefaultLeaseTTL is the lease TTL of Options.LeaseTTL 0.
 const DefaultLeaseTTL = 10 * time.Second
@@ -90,6 +109,10 @@ type Queue struct {
 	metrics   *metrics
 	now       func() time.Time
 	poll      time.Duration
+	// faultRetries and faultBackoff: Options.FaultRetries and
+	// FaultBackoff.
+	faultRetries int
+	faultBackoff time.Duration
 
 	// mu guards reqs, seq and known. Every write of a request's record
 	// happens under it, with a compare-and-swap on the bytes reqs holds,
@@ -149,6 +172,7 @@ func New(ctx context.Context, o Options) (*Queue, error) {
 	q := &Queue{
 		store: o.Store, merger: o.Merger, validator: o.Validator, rules: o.Rules,
 		principal: o.Principal, logger: o.Logger, metrics: m, now: o.Now, poll: o.Poll,
+		faultRetries: o.FaultRetries, faultBackoff: o.FaultBackoff,
 		reqs: map[string]*entry{}, known: map[string]versionstore.Hash{}, bypassed: map[string]int{},
 		workers: map[string]*sync.Mutex{}, kick: make(chan string, 256),
 		leases: o.Leases, holder: o.Holder, leaseTTL: o.LeaseTTL, holdings: map[string]*lease.Holding{},
@@ -170,6 +194,12 @@ func New(ctx context.Context, o Options) (*Queue, error) {
 	}
 	if q.poll <= 0 {
 		q.poll = 5 * time.Second
+	}
+	if q.faultRetries <= 0 {
+		q.faultRetries = DefaultFaultRetries
+	}
+	if q.faultBackoff <= 0 {
+		q.faultBackoff = DefaultFaultBackoff
 	}
 	if err := q.load(ctx); err != nil {
 		return nil, err

@@ -306,7 +306,7 @@ func (q *Queue) take(ctx context.Context, target string) ([]string, error) {
 	now := q.clock()
 	var queued []*Request
 	for _, e := range q.reqs {
-		if e.req.Target == target && e.req.State == StateQueued {
+		if e.req.Target == target && e.req.State == StateQueued && (e.req.RetryAt == nil || !now.Before(*e.req.RetryAt)) {
 			queued = append(queued, e.req)
 		}
 	}
@@ -329,6 +329,7 @@ func (q *Queue) take(ctx context.Context, target string) ([]string, error) {
 	for _, r := range batch {
 		e := q.reqs[r.ID]
 		next := cloneRequest(e.req)
+		next.RetryAt = nil
 		if next.StartedAt == nil {
 			next.StartedAt = &now
 			q.metrics.wait.WithLabelValues(next.Class).Observe(now.Sub(next.EnqueuedAt).Seconds())
@@ -569,6 +570,10 @@ func (q *Queue) build(ctx context.Context, target, cand string, head versionstor
 		if res != nil {
 			m.engineClasses(res.Tables)
 		}
+		if fe, ok := errors.AsType[*mergeengine.FaultError](err); ok && ctx.Err() == nil {
+			q.retryAfterFault(ctx, id, vals, target, strings.ReplaceAll(fe.Error(), cand, target))
+			continue
+		}
 		switch {
 		case err != nil:
 			code := "conflict"
@@ -777,6 +782,48 @@ func (q *Queue) failAll(ctx context.Context, ids []string, vals map[string][]api
 	for _, id := range ids {
 		q.finish(ctx, id, vals, StateFailed, code, reason)
 	}
+}
+
+// retryAfterFault queues request id again after its merge hit a storage
+// fault, to be taken once its backoff has passed, or fails it (reason
+// code "fault") at the queue's bound. A fault says nothing about the
+// request, so unlike a refusal it does not end it; it does not hold back
+// the requests behind it either, whose tables may be fine.
+func (q *Queue) retryAfterFault(ctx context.Context, id string, vals map[string][]apidoc.MergeValidation, target, why string) {
+	q.metrics.faults.WithLabelValues(target).Inc()
+	r, err := q.change(context.WithoutCancel(ctx), id, func(r *Request) error {
+		if r.State != StateValidating {
+			return errRequestChanged
+		}
+		r.Validations = append(r.Validations, vals[id]...)
+		r.Faults++
+		if r.Faults >= q.faultRetries {
+			q.transition(r, StateFailed, "fault", fmt.Sprintf("storage fault %d of %d, no more retries: %s", r.Faults, q.faultRetries, why), q.principal, "")
+			return nil
+		}
+		at := q.clock().Add(q.backoff(r.Faults))
+		r.RetryAt = &at
+		q.transition(r, StateQueued, "", fmt.Sprintf("storage fault %d of %d, retried from %s: %s", r.Faults, q.faultRetries, at.Format(time.RFC3339), why), q.principal, "")
+		return nil
+	})
+	delete(vals, id)
+	if err != nil {
+		if !errors.Is(err, errRequestChanged) {
+			q.logger.WarnContext(ctx, "merge queue: cannot record a storage fault", "id", id, "err", err)
+		}
+		return
+	}
+	q.logger.WarnContext(ctx, "merge queue: a request's merge hit a storage fault", "id", id, "target", target,
+		"faults", r.Faults, "state", r.State, "err", why)
+}
+
+// backoff is the wait after a request's nth storage fault.
+func (q *Queue) backoff(n int) time.Duration {
+	d := q.faultBackoff
+	for i := 1; i < n && d < MaxFaultBackoff; i++ {
+		d *= 2
+	}
+	return min(d, MaxFaultBackoff)
 }
 
 // requeue puts validating requests back in the queue.

@@ -32,10 +32,16 @@ type MergeRequest struct {
 	Reason string `json:"reason,omitempty"`
 	// ReasonCode is a stable word for the reason of a final state other
 	// than merged (conflict, refused, check-failed, nothing-to-merge,
-	// target-gone, invalid, cancelled, rejected), used by the report and
-	// metrics.
-	ReasonCode string    `json:"reasonCode,omitempty"`
-	EnqueuedAt time.Time `json:"enqueuedAt"`
+	// target-gone, invalid, fault, cancelled, rejected), used by the
+	// report and metrics.
+	ReasonCode string `json:"reasonCode,omitempty"`
+	// Faults counts the attempts whose merge failed on a storage fault
+	// (the warehouse could not be read or written), which are retried;
+	// RetryAt is when the worker takes the request again after the last
+	// one (it stays queued until then).
+	Faults     int        `json:"faults,omitempty"`
+	RetryAt    *time.Time `json:"retryAt,omitempty"`
+	EnqueuedAt time.Time  `json:"enqueuedAt"`
 	// StartedAt is when the worker first took the request; EndedAt when
 	// it reached a final state.
 	StartedAt *time.Time `json:"startedAt,omitempty"`
