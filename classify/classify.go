@@ -48,7 +48,7 @@ func (c *Classifier) ClassifyTransplant(ctx context.Context, base, source, targe
 }
 
 func (c *Classifier) classify(ctx context.Context, base, source, target *versionstore.Content, transplant bool) (*Table, error) {
-	out := &Table{CommonPartitions: []Partition{}, ConflictingFiles: []string{}}
+	out := &Table{CommonPartitions: []Partition{}, ConflictingFiles: []string{}, RowMergedFiles: []string{}}
 	out.Source, out.Target = emptySide(), emptySide()
 	for _, v := range []*versionstore.Content{base, source, target} {
 		if v != nil && v.Type != versionstore.IcebergTable {
@@ -159,11 +159,18 @@ func decide(out *Table, src, tgt *sideChanges, tgtMeta table.Metadata) {
 
 	common := commonPartitions(src.partitions, tgt.partitions)
 	out.CommonPartitions = common
-	conflicts, why := fileConflicts(src, tgt, tgtMeta)
+	rows := mergesRows(tgtMeta)
+	conflicts, rowMerged, why := fileConflicts(src, tgt, tgtMeta, rows)
 	if len(conflicts) > 0 {
 		out.ConflictingFiles = conflicts
 		out.Class, out.Reason = FileConflict, why
+		if !rows && rowsPossible(src, tgt, tgtMeta) {
+			out.Reason += fmt.Sprintf("; on a format v3 table, %s=%s merges files rewritten on both sides by row id", PropRowLevel, RowLevelRows)
+		}
 		return
+	}
+	if len(rowMerged) > 0 {
+		out.RowMergedFiles = rowMerged
 	}
 	both := 0
 	for p := range src.dataAdded {
@@ -177,6 +184,9 @@ func decide(out *Table, src, tgt *sideChanges, tgtMeta table.Metadata) {
 		out.Reason = fmt.Sprintf("both sides touched %s", partitionList(common))
 		if both > 0 {
 			out.Reason += fmt.Sprintf("; %d data file(s) were added on both sides (already published?)", both)
+		}
+		if len(rowMerged) > 0 {
+			out.Reason += fmt.Sprintf("; %d data file(s) rewritten on both sides merge by row id (%s=%s)", len(rowMerged), PropRowLevel, RowLevelRows)
 		}
 	default:
 		out.Class = Disjoint
@@ -198,7 +208,13 @@ func decide(out *Table, src, tgt *sideChanges, tgtMeta table.Metadata) {
 // "both removed it"; deletes that apply to a file the other side removed
 // would be lost; and a row-level delete or overwrite under serializable
 // isolation must see the rows the target added to its partitions.
-func fileConflicts(src, tgt *sideChanges, tgtMeta table.Metadata) ([]string, string) {
+//
+// With rows (the table merges by row id), data files both sides removed,
+// or one side removed and the other gave a deletion vector, are no
+// conflict but returned as rowMerged, with their vectors; serializable
+// isolation is then kept by row id in their partitions (a row changed on
+// both sides conflicts), not by partition.
+func fileConflicts(src, tgt *sideChanges, tgtMeta table.Metadata, rows bool) (conflicts, rowMerged []string, reason string) {
 	var files, why []string
 	// Deletion vectors of one data file written on both sides merge as
 	// their union (tablemerge), and so does the vector of the base both
@@ -206,17 +222,46 @@ func fileConflicts(src, tgt *sideChanges, tgtMeta table.Metadata) ([]string, str
 	unioned := deletionVectorsOnBothSides(src.deletesAdded, tgt.deletesAdded)
 	var both []string
 	var bothRows int64
+	rowMergedParts := map[Partition]bool{}
+	inRowMerge := map[string]bool{}
+	if rows {
+		// Data files removed on both sides, or removed on one side and
+		// given a deletion vector on the other: their rows merge by id.
+		mark := func(f File) {
+			if !inRowMerge[f.Path] {
+				inRowMerge[f.Path] = true
+				rowMerged = append(rowMerged, f.Path)
+				rowMergedParts[f.Partition] = true
+			}
+		}
+		for p, f := range src.removed {
+			if _, ok := tgt.removed[p]; ok && f.Content == "data" {
+				mark(f)
+			}
+		}
+		for _, pair := range [][2]*sideChanges{{src, tgt}, {tgt, src}} {
+			for _, d := range pair[0].deletesAdded {
+				if f, ok := pair[1].removed[d.ReferencedDataFile]; ok && isDeletionVector(d) && f.Content == "data" {
+					mark(f)
+				}
+			}
+		}
+	}
 	for p, f := range src.removed {
 		if isDeletionVector(f) && unioned[f.ReferencedDataFile] {
 			continue
 		}
 		if _, ok := tgt.removed[p]; ok {
+			if inRowMerge[f.Path] || isDeletionVector(f) && inRowMerge[f.ReferencedDataFile] {
+				continue
+			}
 			both = append(both, p)
 			if f.Content == "data" {
 				bothRows += f.Records
 			}
 		}
 	}
+	slices.Sort(rowMerged)
 	if len(both) > 0 {
 		slices.Sort(both)
 		files = append(files, both...)
@@ -226,6 +271,8 @@ func fileConflicts(src, tgt *sideChanges, tgtMeta table.Metadata) ([]string, str
 		var out []string
 		for p, f := range deletes {
 			switch {
+			case inRowMerge[f.ReferencedDataFile] && isDeletionVector(f):
+				// Merged by row id.
 			case f.ReferencedDataFile != "":
 				if _, ok := removed[f.ReferencedDataFile]; ok {
 					out = append(out, p)
@@ -250,7 +297,7 @@ func fileConflicts(src, tgt *sideChanges, tgtMeta table.Metadata) ([]string, str
 	var serial []string
 	serialParts := map[Partition]bool{}
 	for part, ops := range src.rowDeletes {
-		if !tgt.rowsAddedParts[part] {
+		if !tgt.rowsAddedParts[part] || rowMergedParts[part] {
 			continue
 		}
 		if prop, ok := serializable(tgtMeta, ops); ok {
@@ -276,7 +323,7 @@ func fileConflicts(src, tgt *sideChanges, tgtMeta table.Metadata) ([]string, str
 	}
 	slices.Sort(files)
 	files = slices.Compact(files)
-	return files, strings.Join(why, "; ")
+	return files, rowMerged, strings.Join(why, "; ")
 }
 
 // deletionVectorsOnBothSides returns the data files each side wrote a

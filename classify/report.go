@@ -52,6 +52,10 @@ type Table struct {
 	// ConflictingFiles are the files behind a file conflict: removed (or
 	// row-deleted) on one side and removed or rewritten on the other.
 	ConflictingFiles []string `json:"conflictingFiles"`
+	// RowMergedFiles are data files of the base both sides rewrote, which
+	// the merge merges by row id (the table's PropRowLevel is rows); empty
+	// otherwise.
+	RowMergedFiles []string `json:"rowMergedFiles"`
 }
 
 // Side is what one branch did to the table since the merge base.

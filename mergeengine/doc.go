@@ -17,9 +17,14 @@
 // table's rule refuses, duplicate identifier keys) are returned as the
 // store's *versionstore.ConflictError inside a *RefusedError, with the
 // reason in each conflict's message, and nothing is written: the files
-// written for the attempt are removed, best effort.
+// written for the attempt are removed, best effort. A table whose files
+// cannot be read or written (permission denied, no space, the object
+// store not answering, the caller's context ending) is no refusal: the
+// merge fails with a *FaultError (fault.go), writes nothing, and may be
+// tried again; the APIs answer it with a 5xx and the merge queue retries
+// it.
 //
-// The package may import versionstore, classify, tablemerge, icebergtable
-// and iceberg-go. It must not import net/http or any rest/ package (checked
+// The package may import versionstore, classify, tablemerge, icebergtable,
+// iceberg-go and gocloud's error codes. It must not import net/http or any rest/ package (checked
 // by TestImports): the APIs call it, never the other way.
 package mergeengine

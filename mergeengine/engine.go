@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/apache/iceberg-go/table"
@@ -234,7 +235,8 @@ func (e *Engine) attempt(ctx context.Context, req versionstore.MergeRequest) (*R
 // outcomes, the refused ones, and a resolved key mode for each table
 // merged; an error of contentsOf ends it. A table floe cannot read (a location outside the warehouses, a
 // missing file) keeps its plain key conflict, with the reason: a merge of
-// it by content is refused, never guessed. op names the operation in logs.
+// it by content is refused, never guessed. A storage fault (isFault) ends
+// it with a *FaultError. op names the operation in logs.
 func (e *Engine) resolveAll(ctx context.Context, op string, keys []versionstore.ContentKey, req versionstore.MergeRequest, w *written,
 	contentsOf func(versionstore.ContentKey) (base, src, tgt *versionstore.Content, err error)) (outcomes, refused []TableOutcome, modes []versionstore.KeyMergeMode, err error) {
 	for _, k := range keys {
@@ -245,6 +247,11 @@ func (e *Engine) resolveAll(ctx context.Context, op string, keys []versionstore.
 		tctx, span := e.startSpan(ctx, "resolve table", attribute.String("floe.table", k.String()))
 		out, resolved, err := e.resolveTable(tctx, k, base, src, tgt, req, w)
 		traceOutcome(span, out, err)
+		if isFault(err) {
+			// Not a decision about the table: the caller sees a fault,
+			// never a refusal it would take as final.
+			return nil, nil, nil, &FaultError{Op: op, Target: req.Target, Key: k, Err: err}
+		}
 		if err != nil {
 			e.logger.WarnContext(ctx, op+": cannot merge a table changed on both sides by content", "key", k.String(), "err", err)
 			out, resolved = &TableOutcome{Key: k, Reason: "cannot merge the table by content: " + err.Error()}, nil
@@ -278,10 +285,33 @@ func (e *Engine) finish(ctx context.Context, dryRun bool, res *versionstore.Merg
 	if err != nil || dryRun || cres == nil || !cres.WasApplied {
 		w.remove(ctx, e)
 	}
+	target := ce.Ref
 	if err != nil && errors.As(err, &ce) && touchesAny(ce, keys) {
 		return out, true, err
 	}
+	if err != nil && errors.Is(err, versionstore.ErrInvalid) && namesAny(err, keys) {
+		// Another merge of the same source landed between the plan and
+		// its commit and moved the merge base past the source's change
+		// of a table the engine resolved: the store, computing the merge
+		// on the new base, finds that the source no longer puts the key
+		// and refuses its resolution as unused. The caller asked nothing
+		// invalid; the plan is stale, as with a moved target value.
+		return out, true, &versionstore.ConflictError{Ref: target, Conflicts: []versionstore.Conflict{{Type: versionstore.ConflictUnexpectedHash,
+			Message: fmt.Sprintf("%s changed under the merge while it was committed (another merge of the source moved the merge base): %v", target, err)}}}
+	}
 	return out, false, err
+}
+
+// namesAny reports whether the store's error is about one of keys: its
+// messages quote a key's dotted name.
+func namesAny(err error, keys []versionstore.ContentKey) bool {
+	msg := err.Error()
+	for _, k := range keys {
+		if strings.Contains(msg, strconv.Quote(k.String())) {
+			return true
+		}
+	}
+	return false
 }
 
 // withResolved is the caller's key modes with the engine's resolutions: a
@@ -435,6 +465,13 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 		}
 		return refuse(why)
 	}
+	rowMerge, why, err := e.rowMerge(ctx, wh, base, c, srcFile.Metadata, tgtFile.Metadata, picks)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case why != "":
+		return refuse(why)
+	}
 	overlap := c.Class == classify.PartitionOverlap
 	common := c.CommonPartitions
 	if c.Class == classify.FileConflict {
@@ -457,7 +494,7 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 	}
 	pctx, pspan := e.startSpan(ctx, "cherry-pick", attribute.Int("floe.picks", len(picks)))
 	cp, err := tablemerge.CherryPick(pctx, wh, tablemerge.Request{
-		Head: head, HeadLocation: tgtFile.Location, Picks: picks, SourceRef: req.FromRef,
+		Head: head, HeadLocation: tgtFile.Location, Picks: picks, SourceRef: req.FromRef, RowMerge: rowMerge,
 	})
 	endSpan(pspan, err)
 	if cp != nil {
@@ -465,7 +502,7 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 	}
 	switch {
 	case errors.Is(err, tablemerge.ErrNotAdditive), errors.Is(err, tablemerge.ErrAlreadyPublished), errors.Is(err, tablemerge.ErrUnsupported),
-		errors.Is(err, tablemerge.ErrNotReplayable), errors.Is(err, tablemerge.ErrRowConflict):
+		errors.Is(err, tablemerge.ErrNotReplayable), errors.Is(err, tablemerge.ErrRowConflict), errors.Is(err, tablemerge.ErrRowMergeBound), errors.Is(err, tablemerge.ErrRowIDNotUnique):
 		return refuse(err.Error())
 	case err != nil:
 		return nil, nil, fmt.Errorf("cherry-pick: %w", err)
@@ -509,7 +546,8 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 		verb = "would cherry-pick"
 	}
 	out.Reason = fmt.Sprintf("%s: %s %d snapshot(s) of the source onto the target's head", c.Class, verb, len(cp.Snapshots))
-	if recorded, byFiles := replayedCount(cp.Snapshots); recorded+byFiles > 0 {
+	recorded, byFiles, byRows := replayedCount(cp.Snapshots)
+	if recorded+byFiles > 0 {
 		verb = "rebased"
 		if req.DryRun {
 			verb = "would rebase"
@@ -522,7 +560,10 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 			how = append(how, fmt.Sprintf("%d by replaying its file changes", byFiles))
 		}
 		out.Reason = fmt.Sprintf("%s: %s %d snapshot(s) of the source onto the target's head, %s",
-			c.Class, verb, len(cp.Snapshots), strings.Join(how, ", "))
+			c.Class, verb, len(cp.Snapshots)-byRows, strings.Join(how, ", "))
+	}
+	if byRows > 0 {
+		out.Reason += fmt.Sprintf("; merged %d data file(s) rewritten on both sides by row id", len(c.RowMergedFiles))
 	}
 	return out, icebergtable.TableContent(tgt.ID, f), nil
 }

@@ -235,9 +235,9 @@ func outside(ps []classify.Partition, replaced map[string]bool) []classify.Parti
 	return out
 }
 
-// replayedCount is how many of snaps a replay wrote: from a record, and
-// by the source's own file changes.
-func replayedCount(snaps []table.Snapshot) (recorded, byFiles int) {
+// replayedCount is how many of snaps a replay wrote: from a record, by
+// the source's own file changes, and by merging rows (RowMerge).
+func replayedCount(snaps []table.Snapshot) (recorded, byFiles, byRows int) {
 	for _, s := range snaps {
 		if s.Summary == nil {
 			continue
@@ -247,7 +247,9 @@ func replayedCount(snaps []table.Snapshot) (recorded, byFiles int) {
 			recorded++
 		case tablemerge.ReplayedFiles:
 			byFiles++
+		case tablemerge.ReplayedRows:
+			byRows++
 		}
 	}
-	return recorded, byFiles
+	return recorded, byFiles, byRows
 }

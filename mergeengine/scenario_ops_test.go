@@ -156,6 +156,9 @@ func (d *scenario) snapshots(t *testing.T, td *datadriven.TestData) string {
 					b.WriteString(", replayed by files")
 				}
 			}
+			if p[tablemerge.SummaryReplayed] == tablemerge.ReplayedRows {
+				fmt.Fprintf(&b, " %s=%s, merged by row id: +%s -%s deletion vectors", tablemerge.SummarySourceRef, p[tablemerge.SummarySourceRef], p["added-delete-files"], orZero(p["removed-delete-files"]))
+			}
 			b.WriteString("\n")
 		}
 	}
@@ -165,20 +168,37 @@ func (d *scenario) snapshots(t *testing.T, td *datadriven.TestData) string {
 	return b.String()
 }
 
+func orZero(s string) string {
+	if s == "" {
+		return "0"
+	}
+	return s
+}
+
 func parseInt(s string) int64 {
 	var v int64
 	fmt.Sscan(s, &v)
 	return v
 }
 
-// files [data]: how many metadata files and manifest lists the warehouse
-// holds, to show a refused merge leaves none behind; with data, also the
-// data files, to show a merge writes none.
+// files [data] [table=T]: how many metadata files and manifest lists the
+// warehouse (or table T's location) holds, to show a refused merge leaves
+// none behind; with data, also the data files, to show a merge writes
+// none.
 func (d *scenario) files(t *testing.T, td *datadriven.TestData) string {
 	var meta, lists, data int
+	// table=NS.NAME counts only that table's files (its location is
+	// NS/NAME-<uuid> in the warehouse).
+	only := ""
+	if tbl := lakescenario.OptArg(td, "table", ""); tbl != "" {
+		only = string(filepath.Separator) + strings.Replace(tbl, ".", string(filepath.Separator), 1) + "-"
+	}
 	err := filepath.WalkDir(d.srv.WarehouseDir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if only != "" && !strings.Contains(p, only) {
+			return nil
 		}
 		switch name := e.Name(); {
 		case strings.HasSuffix(name, ".metadata.json"):

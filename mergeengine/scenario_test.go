@@ -90,6 +90,8 @@ func (d *scenario) run(t *testing.T, td *datadriven.TestData) string {
 		d.lake.Alter(t, td)
 	case "delete":
 		d.delete(t, td)
+	case "rewrite":
+		d.lake.Rewrite(t, td, d.lake.Load(t, td))
 	case "overwrite":
 		d.overwrite(t, td)
 	case "compact":

@@ -92,6 +92,9 @@ type Request struct {
 	// committed snapshot lists, as those of a client's stale append that
 	// the zero-retry rebase re-parents.
 	ReuseManifests bool
+	// RowMerge, when set, merges by row id the data files both sides
+	// rewrote, in one more snapshot after the picks (rowmerge.go).
+	RowMerge *RowMerge
 }
 
 // Result is the cherry-pick's outcome: nothing of it is committed.
@@ -170,6 +173,69 @@ func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) 
 	res := &Result{Builder: b}
 	fail := func(err error) (*Result, error) { return res, err }
 
+	// publish writes the manifest list all (mine are the manifests it
+	// adds) and adds the snapshot on top of parent, moving the branch.
+	publish := func(id int64, all, mine []iceberg.ManifestFile, summary *table.Summary, schemaID *int, ts, srcID int64) error {
+		var parentID *int64
+		if parent != nil {
+			parentID = &parent.SnapshotID
+		}
+		listLoc := manifestListLocation(head.Location(), id)
+		var buf bytes.Buffer
+		w, err := newManifestListWriter(fv, &buf, id, seq, nextRowID, parentID)
+		if err != nil {
+			return fmt.Errorf("cherry-pick snapshot %d: %w", srcID, err)
+		}
+		if err := w.AddManifests(all); err != nil {
+			return fmt.Errorf("cherry-pick snapshot %d: list manifests: %w", srcID, err)
+		}
+		if err := w.Close(); err != nil {
+			return fmt.Errorf("cherry-pick snapshot %d: list manifests: %w", srcID, err)
+		}
+		if err := files.WriteFile(ctx, listLoc, buf.Bytes()); err != nil {
+			return fmt.Errorf("cherry-pick snapshot %d: write manifest list: %w", srcID, err)
+		}
+		res.Written = append(res.Written, listLoc)
+
+		snap := table.Snapshot{
+			SnapshotID:       id,
+			ParentSnapshotID: parentID,
+			SequenceNumber:   seq,
+			TimestampMs:      max(now().UnixMilli(), ts),
+			ManifestList:     listLoc,
+			Summary:          summary,
+			SchemaID:         schemaID,
+		}
+		if fv >= 3 {
+			first := nextRowID
+			next := *w.NextRowID()
+			addedRows := next - first
+			snap.FirstRowID, snap.AddedRows = &first, &addedRows
+			nextRowID = next
+		}
+		if err := b.AddSnapshot(&snap); err != nil {
+			return fmt.Errorf("cherry-pick snapshot %d: %w", srcID, err)
+		}
+		// Moving the branch keeps its retention (max-ref-age-ms,
+		// max-snapshot-age-ms, min-snapshots-to-keep), as Iceberg's own
+		// writers do; SetSnapshotRef alone would reset it.
+		if err := b.NewRetainingSnapshotRefUpdate(branch, id, table.BranchRef).Apply(b); err != nil {
+			return fmt.Errorf("cherry-pick snapshot %d: move %s: %w", srcID, branch, err)
+		}
+		res.Snapshots = append(res.Snapshots, snap)
+		// The list just written is what the next pick goes on top of: read
+		// back, its manifests carry the sequence numbers and row ids
+		// assigned here.
+		if parentManifests, err = iceberg.ReadManifestList(bytes.NewReader(buf.Bytes())); err != nil {
+			return fmt.Errorf("cherry-pick snapshot %d: read back manifest list: %w", srcID, err)
+		}
+		for _, m := range mine {
+			onTarget[m.FilePath()] = true
+		}
+		parent = &res.Snapshots[len(res.Snapshots)-1]
+		return nil
+	}
+
 	// The changes on the target: its snapshots and the sources its
 	// cherry-picked copies name (a copy lists copies of its source's
 	// manifests, so manifest paths alone do not tell). A pick whose
@@ -217,63 +283,33 @@ func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) 
 			summary = pickedSummary(src, p.Parent, parent, req.SourceRef)
 		}
 
-		var parentID *int64
-		if parent != nil {
-			parentID = &parent.SnapshotID
+		if err := publish(id, all, mine, summary, src.SchemaID, src.TimestampMs, src.SnapshotID); err != nil {
+			return fail(err)
 		}
-		listLoc := manifestListLocation(head.Location(), id)
-		var buf bytes.Buffer
-		w, err := newManifestListWriter(fv, &buf, id, seq, nextRowID, parentID)
+	}
+	if rm := req.RowMerge; rm != nil && parent != nil {
+		seq++
+		id := newID()
+		for s, _ := b.SnapshotByID(id); s != nil; s, _ = b.SnapshotByID(id) {
+			id = newID()
+		}
+		all, mine, c, written, err := applyRowMerge(ctx, files, head, parentManifests, rm, id)
+		res.Written = append(res.Written, written...)
 		if err != nil {
-			return fail(fmt.Errorf("cherry-pick snapshot %d: %w", src.SnapshotID, err))
+			return fail(fmt.Errorf("row merge: %w", err))
 		}
-		if err := w.AddManifests(all); err != nil {
-			return fail(fmt.Errorf("cherry-pick snapshot %d: list manifests: %w", src.SnapshotID, err))
+		if len(mine) > 0 {
+			props := iceberg.Properties{SummaryReplayed: ReplayedRows}
+			for _, t := range totals {
+				props[t.total] = "" // recomputed from the parent's by pickedSummary
+			}
+			summary := c.summary(&table.Summary{Operation: table.OpDelete, Properties: props})
+			summary = pickedSummary(table.Snapshot{SnapshotID: id, Summary: summary}, nil, parent, req.SourceRef)
+			delete(summary.Properties, SummarySourceSnapshotID)
+			if err := publish(id, all, mine, summary, parent.SchemaID, 0, id); err != nil {
+				return fail(err)
+			}
 		}
-		if err := w.Close(); err != nil {
-			return fail(fmt.Errorf("cherry-pick snapshot %d: list manifests: %w", src.SnapshotID, err))
-		}
-		if err := files.WriteFile(ctx, listLoc, buf.Bytes()); err != nil {
-			return fail(fmt.Errorf("cherry-pick snapshot %d: write manifest list: %w", src.SnapshotID, err))
-		}
-		res.Written = append(res.Written, listLoc)
-
-		snap := table.Snapshot{
-			SnapshotID:       id,
-			ParentSnapshotID: parentID,
-			SequenceNumber:   seq,
-			TimestampMs:      max(now().UnixMilli(), src.TimestampMs),
-			ManifestList:     listLoc,
-			Summary:          summary,
-			SchemaID:         src.SchemaID,
-		}
-		if fv >= 3 {
-			first := nextRowID
-			next := *w.NextRowID()
-			addedRows := next - first
-			snap.FirstRowID, snap.AddedRows = &first, &addedRows
-			nextRowID = next
-		}
-		if err := b.AddSnapshot(&snap); err != nil {
-			return fail(fmt.Errorf("cherry-pick snapshot %d: %w", src.SnapshotID, err))
-		}
-		// Moving the branch keeps its retention (max-ref-age-ms,
-		// max-snapshot-age-ms, min-snapshots-to-keep), as Iceberg's own
-		// writers do; SetSnapshotRef alone would reset it.
-		if err := b.NewRetainingSnapshotRefUpdate(branch, id, table.BranchRef).Apply(b); err != nil {
-			return fail(fmt.Errorf("cherry-pick snapshot %d: move %s: %w", src.SnapshotID, branch, err))
-		}
-		res.Snapshots = append(res.Snapshots, snap)
-		// The list just written is what the next pick goes on top of: read
-		// back, its manifests carry the sequence numbers and row ids
-		// assigned here.
-		if parentManifests, err = iceberg.ReadManifestList(bytes.NewReader(buf.Bytes())); err != nil {
-			return fail(fmt.Errorf("cherry-pick snapshot %d: read back manifest list: %w", src.SnapshotID, err))
-		}
-		for _, m := range mine {
-			onTarget[m.FilePath()] = true
-		}
-		parent = &res.Snapshots[len(res.Snapshots)-1]
 	}
 	return res, nil
 }
@@ -353,7 +389,17 @@ func pickManifests(ctx context.Context, files Files, head table.Metadata, p Pick
 			switch e.Status() {
 			case iceberg.EntryStatusADDED:
 				if why := inherits(m, e); why != "" {
-					return nil, nil, fmt.Errorf("%w: manifest %s of snapshot %d pins the %s of %s", ErrUnsupported, m.FilePath(), src.SnapshotID, why, path)
+					if !pinsListedSequence(m, e) {
+						return nil, nil, fmt.Errorf("%w: manifest %s of snapshot %d pins the %s of %s", ErrUnsupported, m.FilePath(), src.SnapshotID, why, path)
+					}
+					// The writer spelled out the sequence numbers the entry
+					// would inherit anyway (DuckDB does): the pick writes it
+					// into a manifest of its own, inheriting the pick's.
+					e = iceberg.NewManifestEntry(iceberg.EntryStatusADDED, nil, nil, nil, e.DataFile())
+					if why := inherits(m, e); why != "" {
+						return nil, nil, fmt.Errorf("%w: manifest %s of snapshot %d pins the %s of %s", ErrUnsupported, m.FilePath(), src.SnapshotID, why, path)
+					}
+					o.whole = false
 				}
 				o.added = append(o.added, e)
 			case iceberg.EntryStatusEXISTING:

@@ -17,7 +17,11 @@
 // overwrite or delete, or of the snapshot's own file changes (a row-level
 // UPDATE, DELETE or MERGE INTO, the three-way merge of files): the head's
 // manifests holding the files it removes are rewritten with those entries
-// DELETED. It writes manifests and manifest lists only, through
+// DELETED. With Request.RowMerge, data files both sides rewrote are merged
+// by v3 row lineage after the picks (rowmerge.go): one more snapshot of
+// deletion vectors leaves each row's winning copy visible; only the
+// lineage and values of those rows are read. It writes manifests,
+// manifest lists and deletion vectors only, through
 // the Files it is given; the caller writes the metadata file (with
 // icebergtable) and commits it.
 //

@@ -127,70 +127,95 @@ func (u *dvUnion) merge(ctx context.Context, files Files, cache map[string][]byt
 }
 
 // writeUnions decides the unions of one replay and writes their vectors
-// in one Puffin file in the table's data directory (one file for the
-// replay, as a writer writes one for a statement, rather than one per data
-// file). It returns the entries to list instead of each union's added
-// vector, by that vector's fileKey, and the file written ("" when none).
-func writeUnions(ctx context.Context, files Files, head interface {
-	Location() string
-	PartitionSpecByID(int) *iceberg.PartitionSpec
-}, snapshotID int64, us []*dvUnion,
+// in one Puffin file (writeVectors). It returns the entries to list
+// instead of each union's added vector, by that vector's fileKey, and the
+// file written ("" when none).
+func writeUnions(ctx context.Context, files Files, head vectorHead, snapshotID int64, us []*dvUnion,
 ) (map[string]iceberg.ManifestEntry, string, error) {
 	cache := map[string][]byte{}
-	type blob struct {
-		u    *dvUnion
-		card int64
-		meta puffin.BlobMetadata
-	}
-	var buf bytes.Buffer
-	var w *puffin.Writer
-	var blobs []blob
+	blobs := make([]vectorBlob, 0, len(us))
 	for _, u := range us {
 		merged, err := u.merge(ctx, files, cache)
 		if err != nil {
 			return nil, "", err
 		}
-		data, err := dv.SerializeDV(merged)
-		if err != nil {
-			return nil, "", fmt.Errorf("deletion vector of %s: %w", u.dataFile, err)
-		}
-		if w == nil {
-			if w, err = puffin.NewWriter(&buf); err != nil {
-				return nil, "", err
-			}
-		}
-		card := merged.Cardinality()
-		meta, err := w.AddBlob(puffin.BlobMetadataInput{
-			Type: puffin.BlobTypeDeletionVector, SnapshotID: -1, SequenceNumber: -1, Fields: []int32{},
-			Properties: map[string]string{"cardinality": strconv.FormatInt(card, 10), "referenced-data-file": u.dataFile},
-		}, data)
-		if err != nil {
-			return nil, "", fmt.Errorf("deletion vector of %s: %w", u.dataFile, err)
-		}
-		blobs = append(blobs, blob{u, card, meta})
+		blobs = append(blobs, vectorBlob{data: u.added.DataFile(), dataPath: u.dataFile, positions: merged})
 	}
-	if w == nil {
+	entries, loc, err := writeVectors(ctx, files, head, snapshotID, blobs)
+	if err != nil {
+		return nil, loc, err
+	}
+	out := make(map[string]iceberg.ManifestEntry, len(us))
+	for i, u := range us {
+		out[fileKey(u.added.DataFile())] = entries[i]
+	}
+	return out, loc, nil
+}
+
+// vectorHead is what writing vectors needs of the table.
+type vectorHead interface {
+	Location() string
+	PartitionSpecByID(int) *iceberg.PartitionSpec
+}
+
+// vectorBlob is one deletion vector to write: the positions deleted of a
+// data file, with the spec and partition of data (a data file, or a
+// vector of it).
+type vectorBlob struct {
+	data      iceberg.DataFile
+	dataPath  string // the data file; data's own path when empty
+	positions *dv.RoaringPositionBitmap
+}
+
+// writeVectors writes blobs as one Puffin file in the table's data
+// directory (one file for a replay, as a writer writes one for a
+// statement, rather than one per data file) and returns their ADDED
+// entries in order, and the file written ("" when none).
+func writeVectors(ctx context.Context, files Files, head vectorHead, snapshotID int64, blobs []vectorBlob) ([]iceberg.ManifestEntry, string, error) {
+	if len(blobs) == 0 {
 		return nil, "", nil
+	}
+	var buf bytes.Buffer
+	w, err := puffin.NewWriter(&buf)
+	if err != nil {
+		return nil, "", err
+	}
+	metas := make([]puffin.BlobMetadata, len(blobs))
+	for i := range blobs {
+		b := &blobs[i]
+		if b.dataPath == "" {
+			b.dataPath = b.data.FilePath()
+		}
+		data, err := dv.SerializeDV(b.positions)
+		if err != nil {
+			return nil, "", fmt.Errorf("deletion vector of %s: %w", b.dataPath, err)
+		}
+		card := b.positions.Cardinality()
+		if metas[i], err = w.AddBlob(puffin.BlobMetadataInput{
+			Type: puffin.BlobTypeDeletionVector, SnapshotID: -1, SequenceNumber: -1, Fields: []int32{},
+			Properties: map[string]string{"cardinality": strconv.FormatInt(card, 10), "referenced-data-file": b.dataPath},
+		}, data); err != nil {
+			return nil, "", fmt.Errorf("deletion vector of %s: %w", b.dataPath, err)
+		}
 	}
 	if err := w.Finish(); err != nil {
 		return nil, "", fmt.Errorf("deletion vectors: %w", err)
 	}
 	loc := fmt.Sprintf("%s/data/%s-dv.puffin", strings.TrimRight(head.Location(), "/"), uuid.NewString())
-	out := make(map[string]iceberg.ManifestEntry, len(blobs))
-	for _, b := range blobs {
-		src := b.u.added.DataFile()
-		spec := head.PartitionSpecByID(int(src.SpecID()))
+	out := make([]iceberg.ManifestEntry, len(blobs))
+	for i, b := range blobs {
+		spec := head.PartitionSpecByID(int(b.data.SpecID()))
 		if spec == nil {
-			return nil, "", fmt.Errorf("%w: deletion vector of %s uses partition spec %d, unknown to the target", ErrUnsupported, b.u.dataFile, src.SpecID())
+			return nil, "", fmt.Errorf("%w: deletion vector of %s uses partition spec %d, unknown to the target", ErrUnsupported, b.dataPath, b.data.SpecID())
 		}
 		db, err := iceberg.NewDataFileBuilder(*spec, iceberg.EntryContentPosDeletes, loc, iceberg.PuffinFile,
-			src.Partition(), nil, nil, b.card, int64(buf.Len()))
+			b.data.Partition(), nil, nil, b.positions.Cardinality(), int64(buf.Len()))
 		if err != nil {
-			return nil, "", fmt.Errorf("deletion vector of %s: %w", b.u.dataFile, err)
+			return nil, "", fmt.Errorf("deletion vector of %s: %w", b.dataPath, err)
 		}
-		df := db.ReferencedDataFile(b.u.dataFile).ContentOffset(b.meta.Offset).ContentSizeInBytes(b.meta.Length).Build()
+		df := db.ReferencedDataFile(b.dataPath).ContentOffset(metas[i].Offset).ContentSizeInBytes(metas[i].Length).Build()
 		id := snapshotID
-		out[fileKey(src)] = iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &id, nil, nil, df)
+		out[i] = iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &id, nil, nil, df)
 	}
 	if err := files.WriteFile(ctx, loc, buf.Bytes()); err != nil {
 		return nil, loc, fmt.Errorf("write deletion vectors: %w", err)

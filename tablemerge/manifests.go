@@ -106,6 +106,15 @@ func writeManifest(ctx context.Context, files Files, head table.Metadata, specID
 	return mf, loc, nil
 }
 
+// pinsListedSequence reports whether an ADDED entry, read raw, pins
+// exactly the sequence numbers it would inherit from m, the manifest
+// listing it in the snapshot that added it: the values are the same as
+// inherited ones, so dropping them changes nothing the entry means.
+func pinsListedSequence(m iceberg.ManifestFile, e iceberg.ManifestEntry) bool {
+	seq := m.SequenceNum()
+	return seq >= 0 && e.SequenceNum() == seq && (e.FileSequenceNum() == nil || *e.FileSequenceNum() == seq)
+}
+
 // inherits reports why an ADDED entry, read raw, does not take its
 // sequence numbers (and v3 first row id) from the list it is listed in;
 // "" when it does. An entry that pinned its own data sequence number would

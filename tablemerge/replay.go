@@ -60,6 +60,10 @@ type Replay struct {
 	Rewritten map[string]bool
 	// ByFiles replays the snapshot's own file changes (above).
 	ByFiles bool
+	// RowMerged are data files the target removed too, whose rows the
+	// cherry-pick merges by row id (RowMerge): the snapshot's removal of
+	// one, and of its deletion vectors, need not find them live (ByFiles).
+	RowMerged map[string]bool
 }
 
 // replayed is what replayManifests made of one pick.
@@ -241,7 +245,7 @@ func replayManifests(ctx context.Context, files Files, head table.Metadata, head
 	if p.Replay.ByFiles {
 		var gone []string
 		for path := range removed {
-			if live[path] {
+			if live[path] || p.Replay.RowMerged[path] || p.Replay.RowMerged[removedDVOf[path]] {
 				continue
 			}
 			if u := unions[removedDVOf[path]]; u != nil && len(u.head) > 0 {

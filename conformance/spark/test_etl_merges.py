@@ -163,6 +163,58 @@ def test_same_row_updated_on_both_sides_is_refused_naming_its_row_id(spark, floe
     assert rows(spark, f"SELECT id, amount FROM {cat}.{t}") == [(1, 10.0), (2, 21.0), (3, 30.0)]
 
 
+def test_files_rewritten_on_both_sides_merge_by_row_id(spark, floe: FloeServer) -> None:
+    """Copy-on-write UPDATE, DELETE and MERGE INTO on both sides of one v3
+    data file, with the table rule floe.merge.row-level=rows: Spark keeps
+    each row's _row_id through a rewrite (and its
+    _last_updated_sequence_number when the row is copied unchanged), so
+    floe merges by row id: every row takes the side that changed it, and
+    the rows neither changed appear once. A row updated on both sides is
+    then refused naming its _row_id, and nothing is written."""
+    t = new_orders(spark, "etlrow", 3, "copy-on-write")
+    spark.sql(f"ALTER TABLE floe.{t} SET TBLPROPERTIES ('floe.merge.row-level'='rows')")
+    spark.sql(
+        f"INSERT INTO floe.{t} VALUES (1, 'games', 10.0), (2, 'games', 20.0), (3, 'games', 30.0), "
+        "(4, 'games', 40.0), (5, 'games', 50.0)"
+    )
+    assert one_file(spark, f"floe.{t}")
+    branch, cat = branch_catalog(spark, floe, "row")
+
+    spark.sql(f"UPDATE {cat}.{t} SET amount = 21.0 WHERE id = 2")
+    spark.sql(f"DELETE FROM {cat}.{t} WHERE id = 1")
+    spark.createDataFrame([(4, "games", 44.0), (6, "games", 60.0)], "id BIGINT, category STRING, amount DOUBLE").createOrReplaceTempView("rowchanges")
+    spark.sql(
+        f"""MERGE INTO floe.{t} t USING rowchanges s ON t.id = s.id
+        WHEN MATCHED THEN UPDATE SET t.amount = s.amount
+        WHEN NOT MATCHED THEN INSERT *"""
+    )
+    spark.sql(f"DELETE FROM floe.{t} WHERE id = 5")
+
+    proc = floe_cli(floe, "merge", branch, "--into", "main")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    want = [(2, "games", 21.0), (3, "games", 30.0), (4, "games", 44.0), (6, "games", 60.0)]
+    assert rows(spark, f"SELECT * FROM floe.{t}") == want
+    assert rows(spark, f"SELECT count(*), count(DISTINCT _row_id) FROM floe.{t}") == [(4, 4)]
+    merged = rows(spark, f"SELECT summary['floe.merge.replayed'] FROM floe.{t}.snapshots WHERE summary['floe.merge.replayed'] = 'rows'")
+    assert merged == [("rows",)], merged
+    # main stays writable by Spark after the merge.
+    spark.sql(f"UPDATE floe.{t} SET amount = 31.0 WHERE id = 3")
+    assert rows(spark, f"SELECT id, amount FROM floe.{t} WHERE id = 3") == [(3, 31.0)]
+
+    # The same row updated on both sides: refused, naming it.
+    clash, ccat = branch_catalog(spark, floe, "rowc")
+    row_id = one(spark, f"SELECT _row_id FROM floe.{t} WHERE id = 2")
+    spark.sql(f"UPDATE {ccat}.{t} SET amount = 22.0 WHERE id = 2")
+    spark.sql(f"UPDATE floe.{t} SET amount = 23.0 WHERE id = 2")
+    head = floe.nessie("GET", "/trees/main")["reference"]["hash"]
+    proc = floe_cli(floe, "merge", clash, "--into", "main")
+    assert proc.returncode != 0, proc.stdout
+    out = proc.stdout + proc.stderr
+    assert "rows changed on both sides" in out and f"_row_id={row_id}" in out, out
+    assert floe.nessie("GET", "/trees/main")["reference"]["hash"] == head
+    assert rows(spark, f"SELECT id, amount FROM floe.{t} WHERE id = 2") == [(2, 23.0)]
+
+
 def new_orders(spark, prefix: str, version: int, mode: str) -> str:
     """orders (helpers.create_orders) on main in a fresh namespace prefix_<random>;
     returns the table's name without the catalog."""
