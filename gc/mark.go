@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/floe-catalog/floe/icebergtable"
+	"github.com/floe-catalog/floe/internal/manifestread"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -523,7 +524,9 @@ func (mk *marker) markManifest(ctx context.Context, job manifestJob) error {
 	}
 	b := mk.m.newBatch()
 	defer func() { _ = b.close() }()
-	for entry, err := range iceberg.EntriesWithProjection(fsys, job.mf, true, iceberg.ManifestEntryProjection{}) {
+	// manifestread: also the manifests iceberg-go refuses to stream
+	// although they are readable (DuckDB's delete manifests).
+	for entry, err := range manifestread.Entries(fsys, job.mf) {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				mk.missing(job.tableLoc, job.why, loc, err)

@@ -3,9 +3,13 @@ package icebergtable
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-catalog/floe/internal/manifestread"
 )
 
 // ReadSnapshotManifests reads the manifest list of snap through the
@@ -35,7 +39,7 @@ func (w *Warehouse) readSnapshotManifests(ctx context.Context, snap *table.Snaps
 		return nil, err
 	}
 	defer done()
-	mfs, err := snap.Manifests(fsys)
+	mfs, err := readManifestList(fsys, snap)
 	if err != nil {
 		return nil, fmt.Errorf("read the manifest list %s of snapshot %d: %w", snap.ManifestList, snap.SnapshotID, err)
 	}
@@ -58,10 +62,49 @@ func (w *Warehouse) ReadManifestEntries(ctx context.Context, mf iceberg.Manifest
 		return nil, err
 	}
 	defer done()
-	entries, err := mf.FetchEntries(fsys, false)
+	entries, err := readManifest(fsys, mf)
 	if err != nil {
 		return nil, fmt.Errorf("read the manifest %s: %w", mf.FilePath(), err)
 	}
 	w.cache.addManifest(mf, entries)
 	return entries, nil
+}
+
+// readManifest reads the entries of mf through manifestread, which also
+// reads the delete manifests whose header contradicts their list
+// (DuckDB's).
+func readManifest(fsys iceio.IO, mf iceberg.ManifestFile) ([]iceberg.ManifestEntry, error) {
+	data, err := readAll(fsys, mf.FilePath())
+	if err != nil {
+		return nil, err
+	}
+	return manifestread.ReadManifest(mf, data, false)
+}
+
+// readManifestList reads the manifest list of snap through manifestread,
+// which also reads the lists of writers whose Avro schema iceberg-go's
+// reader refuses (DuckDB's); a v1 snapshot without a list names its
+// manifests itself.
+func readManifestList(fsys iceio.IO, snap *table.Snapshot) ([]iceberg.ManifestFile, error) {
+	if snap.ManifestList == "" {
+		return snap.Manifests(fsys)
+	}
+	data, err := readAll(fsys, snap.ManifestList)
+	if err != nil {
+		return nil, err
+	}
+	return manifestread.ReadList(data)
+}
+
+func readAll(fsys iceio.IO, loc string) (_ []byte, err error) {
+	f, err := fsys.Open(loc)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	return io.ReadAll(f)
 }

@@ -122,7 +122,10 @@ func (a *api) rebaseAppend(ctx context.Context, wh *warehouse, base table.Metada
 		return a.rebaseRowLevel(ctx, wh, base, baseLoc, snap, parent, props)
 	}
 	spec := base.DefaultPartitionSpec()
-	res, err := tablemerge.CherryPick(ctx, checkedFiles{wh}, tablemerge.Request{
+	// committedReads: the client's new manifest list is read whatever
+	// Avro schema its writer gave it (manifestread), the head's through
+	// the warehouse's cache.
+	res, err := tablemerge.CherryPick(ctx, newCommittedReads(wh, base), tablemerge.Request{
 		Head:         base,
 		HeadLocation: baseLoc,
 		Picks:        []tablemerge.Pick{{Snapshot: *snap, Parent: parent}},

@@ -1,7 +1,6 @@
 package icebergrest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-catalog/floe/icebergtable"
+	"github.com/floe-catalog/floe/internal/manifestread"
 	"github.com/floe-catalog/floe/tablemerge"
 )
 
@@ -407,7 +407,7 @@ func (c *committedReads) ReadSnapshotManifests(ctx context.Context, snap *table.
 		if err != nil {
 			return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
 		}
-		return iceberg.ReadManifestList(bytes.NewReader(data))
+		return manifestread.ReadList(data)
 	}
 	mfs, err := c.wh.files.ReadSnapshotManifests(ctx, snap)
 	if err != nil {
@@ -430,5 +430,5 @@ func (c *committedReads) ReadManifestEntries(ctx context.Context, mf iceberg.Man
 	if err != nil {
 		return nil, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
 	}
-	return iceberg.ReadManifest(mf, bytes.NewReader(data), false)
+	return manifestread.ReadManifest(mf, data, false)
 }
