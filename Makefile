@@ -1,6 +1,7 @@
 # floe: build, run and test. `make run` needs only Go. `make test` also
 # needs Python 3 with pip, Node.js with npm, and Java 17 with Maven for the
-# client conformance suites; their downloads are cached under git-ignored
+# client conformance suites (Trino's also a Java 24+, e.g. Temurin 25, which
+# conformance/trino/run.sh finds under /usr/lib/jvm); their downloads are cached under git-ignored
 # folders (.cache/, node_modules/), besides Go's, npm's own caches.
 # The console's browser test installs Debian's chromium when missing.
 
@@ -50,10 +51,13 @@ test: build
 	cd conformance/icebergjs && { cmp -s package-lock.json node_modules/.floe-lock || { npm ci --no-audit --no-fund && cp package-lock.json node_modules/.floe-lock; }; }
 	cd conformance/icebergjs && FLOE_BIN=$(CURDIR)/$(BIN) node --test
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/pyiceberg/run.sh
+	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/duckdb/run.sh
 	GO=$(GO) bash conformance/s3/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) SCHEMATHESIS_MAX_TIME=150 SCHEMATHESIS_SEED=16 bash conformance/schemathesis/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/spark/run.sh
-	FLOE_BIN=$(CURDIR)/$(BIN) SPARK_LINE=4.1 PYTEST_ARGS="-k 'operations or etl_merges'" bash conformance/spark/run.sh
+	FLOE_BIN=$(CURDIR)/$(BIN) SPARK_LINE=4.1 bash conformance/spark/run.sh
+	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/flink/run.sh
+	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/trino/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/nessiejava/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/rck/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) GO=$(GO) bash console/test/run.sh

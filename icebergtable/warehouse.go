@@ -234,11 +234,27 @@ func Innermost(loc string, whs []*Warehouse) *Warehouse {
 // safe for paths, so an odd name can never climb out of the warehouse; the
 // uuid keeps locations unique across branches and renames.
 func (w *Warehouse) DefaultTableLocation(namespace []string, name, uuid string) string {
-	parts := []string{w.root.Path}
+	return w.below(namespace, pathSafe(name)+"-"+uuid)
+}
+
+// DefaultNamespaceLocation is <root>/<namespace path>, the folder
+// DefaultTableLocation puts the namespace's tables and views in. It is
+// what a namespace that sets no location of its own reports as its
+// location: clients that derive a table's location from its namespace's
+// (Trino) find one that floe accepts and that stays inside the warehouse.
+func (w *Warehouse) DefaultNamespaceLocation(namespace []string) string {
+	return w.below(namespace, "")
+}
+
+// below is the location of the namespace's folder, or of leaf inside it
+// when leaf is not empty; the namespace's levels are made path-safe.
+func (w *Warehouse) below(namespace []string, leaf string) string {
+	parts := make([]string, 0, len(namespace)+2)
+	parts = append(parts, w.root.Path)
 	for _, l := range namespace {
 		parts = append(parts, pathSafe(l))
 	}
-	parts = append(parts, pathSafe(name)+"-"+uuid)
+	parts = append(parts, leaf)
 	u := *w.root
 	u.Path = path.Join(parts...)
 	return u.String()

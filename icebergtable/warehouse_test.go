@@ -54,6 +54,20 @@ func TestS3WarehouseLocations(t *testing.T) {
 		t.Fatalf("default location %q refused: %v", loc, err)
 	}
 
+	if got, want := wh.DefaultNamespaceLocation([]string{"sales", "eu"}), "s3://bucket/wh/sales/eu"; got != want {
+		t.Fatalf("default namespace location %q, want %q", got, want)
+	}
+	// A table's default location lies in its namespace's, so a client that
+	// derives one from the other stays where floe would put it.
+	if ns, tbl := wh.DefaultNamespaceLocation([]string{"a b", "c"}), wh.DefaultTableLocation([]string{"a b", "c"}, "t", "u"); !strings.HasPrefix(tbl, ns+"/") {
+		t.Fatalf("table location %q is not inside namespace location %q", tbl, ns)
+	}
+	if loc := wh.DefaultNamespaceLocation([]string{".."}); !strings.HasPrefix(loc, "s3://bucket/wh/") {
+		t.Fatalf("default namespace location %q escapes the warehouse", loc)
+	} else if _, err := wh.Contains(loc + "/t"); err != nil {
+		t.Fatalf("a table in default namespace location %q refused: %v", loc, err)
+	}
+
 	bucketRoot, err := OpenWarehouse(Config{Name: "b", Location: "s3://bucket"})
 	if err != nil {
 		t.Fatal(err)

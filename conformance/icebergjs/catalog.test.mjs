@@ -15,7 +15,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { IcebergRestCatalog, IcebergError, typesEqual } from 'iceberg-js';
 
@@ -218,7 +218,9 @@ test('namespace CRUD', async () => {
 
   const created = await catalog.createNamespace(ns, { properties: { owner: 'iceberg-js', stage: 'test' } });
   assert.deepEqual(created.namespace, ['js_ns']);
-  assert.deepEqual(created.properties, { owner: 'iceberg-js', stage: 'test' });
+  // A namespace that sets no location is told where floe puts its tables.
+  const warehouse = pathToFileURL(join(floe.tmp, 'warehouse')).href;
+  assert.deepEqual(created.properties, { owner: 'iceberg-js', stage: 'test', location: `${warehouse}/js_ns` });
   assert.equal(await catalog.namespaceExists(ns), true);
 
   const meta = await catalog.loadNamespaceMetadata(ns);
@@ -241,7 +243,7 @@ test('namespace CRUD', async () => {
   // parent joined with 0x1F).
   await catalog.createNamespace(child);
   assert.equal(await catalog.namespaceExists(child), true);
-  assert.deepEqual((await catalog.loadNamespaceMetadata(child)).properties, {});
+  assert.deepEqual((await catalog.loadNamespaceMetadata(child)).properties, { location: `${warehouse}/js_ns/child` });
 
   const top = await catalog.listNamespaces();
   assert.ok(

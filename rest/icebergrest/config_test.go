@@ -95,6 +95,12 @@ func TestConfig(t *testing.T) {
 		{"nowhere", 400, "BadRequestException", "Warehouse does not exist: nowhere"},
 		// A branch not made yet says how to make it.
 		{"lake@nosuch", 400, "BadRequestException", "…reference \"nosuch\" does not exist; create the branch first, e.g. `floe branch create nosuch --from main`"},
+		// A branch name with a slash, as ETL branches are often named, and
+		// expressions that pin a commit or step back on a missing branch:
+		// the command names the branch alone.
+		{"lake@etl/new", 400, "BadRequestException", "…reference \"etl/new\" does not exist; create the branch first, e.g. `floe branch create etl/new --from main`"},
+		{"lake@nosuch~1", 400, "BadRequestException", "…reference \"nosuch\" does not exist; create the branch first, e.g. `floe branch create nosuch --from main`"},
+		{"lake@nosuch@0123456789abcdef", 400, "BadRequestException", "…reference \"nosuch\" does not exist; create the branch first, e.g. `floe branch create nosuch --from main`"},
 		{"lake@0123456789abcdef", 400, "BadRequestException", "…"},
 		{"lake@bad..name", 400, "BadRequestException", "Invalid reference"},
 	} {

@@ -81,11 +81,25 @@ type namespaceResponse struct {
 	Properties map[string]string `json:"properties"`
 }
 
-func props(c *versionstore.Content) map[string]string {
-	if c.Properties == nil {
-		return map[string]string{}
+// namespaceLocationProp is the namespace property Iceberg's catalogs keep a
+// namespace's location in.
+const namespaceLocationProp = "location"
+
+// namespaceProps are the properties a namespace's answer reports: its own,
+// and, when it sets no location, the folder floe puts its tables in, as
+// Hive, Hadoop and JDBC catalogs report one. Trino 476 needs it: without a
+// namespace location it creates a table for real instead of staging it,
+// then finds that table's first metadata file in the folder and refuses
+// "a non-empty location". The location is reported, never stored, so the
+// namespace's own properties (and what the Nessie API shows) are unchanged.
+func namespaceProps(wh *warehouse, ns []string, c *versionstore.Content) map[string]string {
+	if _, ok := c.Properties[namespaceLocationProp]; ok {
+		return c.Properties
 	}
-	return c.Properties
+	p := make(map[string]string, len(c.Properties)+1)
+	maps.Copy(p, c.Properties)
+	p[namespaceLocationProp] = wh.files.DefaultNamespaceLocation(ns)
+	return p
 }
 
 func (a *api) listNamespaces(w http.ResponseWriter, r *http.Request) error {
@@ -162,7 +176,7 @@ func (a *api) createNamespace(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	content := &versionstore.Content{Type: versionstore.Namespace, Properties: req.Properties}
-	rp := jsonReply(http.StatusOK, namespaceResponse{Namespace: req.Namespace, Properties: props(content)})
+	rp := jsonReply(http.StatusOK, namespaceResponse{Namespace: req.Namespace, Properties: namespaceProps(wr.wh, req.Namespace, content)})
 	_, err = a.commit(ctx, w, r, branch, head, []versionstore.Operation{{Kind: versionstore.OpPut, Key: req.Namespace, Content: content}},
 		commitDescription{op: "create-namespace", message: "iceberg: create namespace " + dotted(req.Namespace),
 			props: map[string]string{icebergtable.PropNamespace: dotted(req.Namespace)}}, rp)
@@ -203,7 +217,7 @@ func (a *api) loadNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, namespaceResponse{Namespace: ns, Properties: props(content)})
+	writeJSON(w, http.StatusOK, namespaceResponse{Namespace: ns, Properties: namespaceProps(wr.wh, ns, content)})
 	return nil
 }
 

@@ -1,12 +1,17 @@
 package icebergrest_test
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/floe-catalog/floe/versionstore"
 )
 
 func TestNamespaces(t *testing.T) {
@@ -94,7 +99,7 @@ func TestNamespaces(t *testing.T) {
 			t.Fatalf("summary %+v", res)
 		}
 		e.ok(http.MethodGet, "/v1/lake/namespaces/ns", nil, http.StatusOK, &loaded)
-		if fmt.Sprint(loaded.Properties) != "map[new:n owner:b]" {
+		if fmt.Sprint(loaded.Properties) != "map[location:"+e.wh+"/ns new:n owner:b]" {
 			t.Fatalf("properties %v", loaded.Properties)
 		}
 	})
@@ -214,4 +219,84 @@ func TestListingSkipsDeepKeys(t *testing.T) {
 		t.Fatalf("unpaged listing has %d tables", len(all.Identifiers))
 	}
 	checkError(t, e.do(http.MethodGet, "/v1/lake/namespaces/missing/tables", nil), 404, "NoSuchNamespaceException", "Namespace does not exist: missing")
+}
+
+// TestNamespaceLocation: a namespace that sets no location reports the
+// folder floe puts its tables in, without storing it, and a table staged
+// at a location derived from it (as Trino derives one) is created there.
+func TestNamespaceLocation(t *testing.T) {
+	e := newEnv(t)
+	type nsAnswer struct {
+		Namespace  []string          `json:"namespace"`
+		Properties map[string]string `json:"properties"`
+	}
+	var created, loaded, nested, own nsAnswer
+	e.ok(http.MethodPost, "/v1/lake/namespaces", `{"namespace":["sales"],"properties":{"owner":"a"}}`, http.StatusOK, &created)
+	if created.Properties["location"] != e.wh+"/sales" || created.Properties["owner"] != "a" {
+		t.Fatalf("create answered properties %v, want owner and location %s/sales", created.Properties, e.wh)
+	}
+	e.ok(http.MethodGet, "/v1/lake/namespaces/sales", nil, http.StatusOK, &loaded)
+	if fmt.Sprint(loaded.Properties) != fmt.Sprint(created.Properties) {
+		t.Fatalf("load answered %v, create %v", loaded.Properties, created.Properties)
+	}
+	e.createNamespace("lake", "sales", "eu west")
+	e.ok(http.MethodGet, "/v1/lake/namespaces/sales%1Feu%20west", nil, http.StatusOK, &nested)
+	if got, want := nested.Properties["location"], e.wh+"/sales/eu_west"; got != want {
+		t.Fatalf("nested namespace location %q, want %q", got, want)
+	}
+	// A location the namespace sets is its own, reported as set.
+	e.ok(http.MethodPost, "/v1/lake/namespaces", `{"namespace":["own"],"properties":{"location":"`+e.wh+`/elsewhere"}}`, http.StatusOK, &own)
+	if own.Properties["location"] != e.wh+"/elsewhere" {
+		t.Fatalf("own location answered as %v", own.Properties)
+	}
+
+	// Reported, never stored: the store (and so the Nessie API and a merge)
+	// sees only what clients set, and removing it finds nothing to remove.
+	main, err := e.store.GetRef(versionstore.DefaultBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := e.store.GetContent(t.Context(), main.Head, versionstore.ContentKey{"sales"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := stored.Properties["location"]; ok {
+		t.Fatalf("the reported location was stored: %v", stored.Properties)
+	}
+	var summary struct {
+		Removed []string `json:"removed"`
+		Missing []string `json:"missing"`
+	}
+	e.ok(http.MethodPost, "/v1/lake/namespaces/sales/properties", `{"removals":["location"]}`, http.StatusOK, &summary)
+	if len(summary.Removed) != 0 || !slices.Equal(summary.Missing, []string{"location"}) {
+		t.Fatalf("removing the reported location: %+v", summary)
+	}
+
+	// Trino's create: the table's location is the namespace's plus a unique
+	// folder, staged (nothing written), then committed with assert-create.
+	tableLoc := loaded.Properties["location"] + "/orders-0d1f5b"
+	var staged loadTableResult
+	e.ok(http.MethodPost, "/v1/lake/namespaces/sales/tables",
+		createTableBody("orders", `,"stage-create":true,"location":"`+tableLoc+`"`), http.StatusOK, &staged)
+	if staged.Metadata["location"] != tableLoc {
+		t.Fatalf("staged table location %v, want %s", staged.Metadata["location"], tableLoc)
+	}
+	if _, err := os.Stat(fileURLPath(t, tableLoc)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the staged table's folder exists before its commit (Trino refuses a non-empty location): %v", err)
+	}
+	body := commitBody(`{"type":"assert-create"}`, `
+		{"action":"assign-uuid","uuid":"`+staged.Metadata["table-uuid"].(string)+`"},
+		{"action":"upgrade-format-version","format-version":2},
+		{"action":"add-schema","schema":`+schemaJSON+`},
+		{"action":"set-current-schema","schema-id":-1},
+		{"action":"add-spec","spec":{"spec-id":0,"fields":[]}},
+		{"action":"set-default-spec","spec-id":-1},
+		{"action":"add-sort-order","sort-order":{"order-id":0,"fields":[]}},
+		{"action":"set-default-sort-order","sort-order-id":-1},
+		{"action":"set-location","location":"`+tableLoc+`"}`)
+	var res loadTableResult
+	e.ok(http.MethodPost, "/v1/lake/namespaces/sales/tables/orders", body, http.StatusOK, &res)
+	if res.Metadata["location"] != tableLoc || !strings.HasPrefix(*res.MetadataLocation, tableLoc+"/metadata/") {
+		t.Fatalf("created at %v with metadata %v, want %s", res.Metadata["location"], *res.MetadataLocation, tableLoc)
+	}
 }

@@ -126,9 +126,15 @@ func (a *api) resolveParts(ctx context.Context, spec, name, refExpr string) (*wa
 			// Engines open a catalog on a branch before they write to it
 			// (Flink's CREATE CATALOG asks for the config at once): say how
 			// to make it, since floe does not create branches implicitly.
+			// The command names the reference alone, without the commit or
+			// relative part of an expression such as "etl@1a2b" or "etl~1".
+			missing := refExpr
+			if i := strings.IndexAny(missing, "@~^*"); i > 0 {
+				missing = missing[:i]
+			}
 			return nil, newError(http.StatusNotFound, typeNoSuchWarehouse,
 				"Warehouse %s names no branch, tag or commit: reference %q does not exist; create the branch first, e.g. `floe branch create %s --from %s` (or POST /api/v2/trees)",
-				spec, refExpr, refExpr, versionstore.DefaultBranch)
+				spec, missing, missing, versionstore.DefaultBranch)
 		case errors.Is(err, versionstore.ErrCommitNotFound):
 			return nil, newError(http.StatusNotFound, typeNoSuchWarehouse, "Warehouse %s names no branch, tag or commit: %v", spec, err)
 		case errors.Is(err, versionstore.ErrInvalid):
