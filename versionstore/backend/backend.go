@@ -174,6 +174,19 @@ type Backend interface {
 	Close() error
 }
 
+// LogScanner is implemented by a backend that reads its reference log
+// forwards. The change feed (package changefeed) follows the log from a
+// consumer's cursor with it; without it the store pages ReadLog backwards
+// from the newest record, which costs what lies beyond the cursor.
+//
+// ScanLog returns up to limit records with Seq > after, oldest first. It
+// shows exactly the records ReadLog shows: durable ones only, and a record
+// only once every record with a smaller Seq is visible too, so a reader
+// that saw Seq n never sees a record below n appear later.
+type LogScanner interface {
+	ScanLog(ctx context.Context, after uint64, limit int) ([]LogRecord, error)
+}
+
 // Writability is implemented by a backend that can tell, without writing,
 // that its storage does not take writes now: a full disk or an unwritable
 // directory, say. The version store reports it in its readiness check.

@@ -56,3 +56,51 @@ func (b *Backend) ReadLog(ctx context.Context, before uint64, limit int) ([]back
 	}
 	return recs, nil
 }
+
+// ScanLog returns up to limit durable log records with Seq > after, oldest
+// first (backend.LogScanner). Like ReadLog it stops at the durable
+// watermark: a record whose batch still waits for its fsync is not shown,
+// and since seqs are assigned in the commit pipeline's order, neither is
+// any record after it.
+func (b *Backend) ScanLog(ctx context.Context, after uint64, limit int) ([]backend.LogRecord, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("pebblebackend: scan log after %d: limit %d must be positive", after, limit)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("pebblebackend: scan log after %d: %w", after, err)
+	}
+	if err := b.enter("scan log"); err != nil {
+		return nil, err
+	}
+	defer b.leave()
+
+	durable := b.durableSeq.Load()
+	if after >= durable {
+		return nil, nil
+	}
+	it, err := b.db.NewIter(&pebble.IterOptions{
+		LowerBound: logKey(after + 1),
+		UpperBound: logKey(durable + 1),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pebblebackend: scan log after %d: %w", after, err)
+	}
+	var recs []backend.LogRecord
+	for ok := it.First(); ok && len(recs) < limit; ok = it.Next() {
+		var seq uint64
+		seq, err = decodeLogKey(it.Key())
+		if err != nil {
+			break
+		}
+		var v []byte
+		v, err = it.ValueAndErr()
+		if err != nil {
+			break
+		}
+		recs = append(recs, backend.LogRecord{Seq: seq, Value: append([]byte{}, v...)})
+	}
+	if err := errors.Join(err, it.Error(), it.Close()); err != nil {
+		return nil, fmt.Errorf("pebblebackend: scan log after %d: %w", after, err)
+	}
+	return recs, nil
+}

@@ -213,6 +213,34 @@ func (b *Backend) ReadLog(ctx context.Context, before uint64, limit int) ([]back
 	return recs, nil
 }
 
+// ScanLog returns up to limit log records with Seq > after, oldest first
+// (backend.LogScanner). Apply numbers records from one counter row held
+// until COMMIT, so records become visible in seq order and a scan never
+// passes over a record that commits later.
+func (b *Backend) ScanLog(ctx context.Context, after uint64, limit int) ([]backend.LogRecord, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("pgbackend: scan log: limit %d must be positive", limit)
+	}
+	if after >= math.MaxInt64 {
+		return nil, nil
+	}
+	if err := b.enter("scan log"); err != nil {
+		return nil, err
+	}
+	defer b.leave()
+	recs, err := withRetry(ctx, func(ctx context.Context) ([]backend.LogRecord, error) {
+		rows, err := b.pool.Query(ctx, `SELECT seq, value FROM floe_log WHERE seq > $1 ORDER BY seq LIMIT $2`, int64(after), limit)
+		if err != nil {
+			return nil, err
+		}
+		return logRecords(rows)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgbackend: scan log after %d: %w", after, err)
+	}
+	return recs, nil
+}
+
 // logRecords reads (seq, value) rows into log records and closes rows.
 func logRecords(rows pgx.Rows) ([]backend.LogRecord, error) {
 	var recs []backend.LogRecord

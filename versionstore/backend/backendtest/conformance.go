@@ -53,6 +53,7 @@ func RunConformance(t *testing.T, open OpenFunc) {
 		{"LogAppendOrder", testLogAppendOrder},
 		{"LogPaging", testLogPaging},
 		{"LogReturnsCopy", testLogReturnsCopy},
+		{"LogScanForwards", testLogScanForwards},
 		{"ConcurrentSameRef", testConcurrentSameRef},
 		{"ConcurrentDistinctRefs", testConcurrentDistinctRefs},
 		{"Reopen", testReopen},
@@ -532,6 +533,50 @@ func testLogAppendOrder(t *testing.T, s *store) {
 	}
 	if len(newest) != 2 || string(newest[0].Value) != "" || string(newest[1].Value) != "e" {
 		t.Fatalf("read log newest 2: got %v, want records \"\" then \"e\"", newest)
+	}
+}
+
+// testLogScanForwards holds a backend.LogScanner's forward reads to the
+// records ReadLog shows, from every starting point and page size.
+func testLogScanForwards(t *testing.T, s *store) {
+	sc, ok := s.b.(backend.LogScanner)
+	if !ok {
+		t.Skip("the backend does not scan its log forwards")
+	}
+	if got, err := sc.ScanLog(t.Context(), 0, 10); err != nil || len(got) != 0 {
+		t.Fatalf("scan empty log: got %v, %v; want nothing", got, err)
+	}
+	for i := range 20 {
+		apply(t, s.b, backend.Batch{Log: [][]byte{[]byte(fmt.Sprint(i))}})
+	}
+	all := readLog(t, s.b)
+	slices.Reverse(all)
+	for _, limit := range []int{1, 3, 20, 50} {
+		for start := range len(all) + 1 {
+			var after uint64
+			if start > 0 {
+				after = all[start-1].Seq
+			}
+			var got []backend.LogRecord
+			for {
+				page, err := sc.ScanLog(t.Context(), after, limit)
+				if err != nil {
+					t.Fatalf("scan log after %d limit %d: %v", after, limit, err)
+				}
+				if len(page) > limit {
+					t.Fatalf("scan log after %d limit %d: got %d records", after, limit, len(page))
+				}
+				if len(page) == 0 {
+					break
+				}
+				got = append(got, page...)
+				after = page[len(page)-1].Seq
+			}
+			want := all[start:]
+			if !slices.EqualFunc(got, want, func(a, b backend.LogRecord) bool { return a.Seq == b.Seq && string(a.Value) == string(b.Value) }) {
+				t.Fatalf("scan log from record %d, limit %d: got %v, want %v", start, limit, got, want)
+			}
+		}
 	}
 }
 

@@ -1,0 +1,186 @@
+package changefeed
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Type names what an event reports. Values are part of the API.
+type Type string
+
+// The event types. A commit, merge or transplant event comes first among
+// the events of one new commit, followed by one event per catalog entry
+// the commit changed.
+const (
+	NamespaceCreated Type = "namespace.created"
+	NamespaceUpdated Type = "namespace.updated"
+	NamespaceDropped Type = "namespace.dropped"
+
+	TableCreated Type = "table.created"
+	TableUpdated Type = "table.updated"
+	TableRenamed Type = "table.renamed"
+	TableDropped Type = "table.dropped"
+
+	ViewCreated Type = "view.created"
+	ViewUpdated Type = "view.updated"
+	ViewRenamed Type = "view.renamed"
+	ViewDropped Type = "view.dropped"
+
+	BranchCreated Type = "branch.created"
+	BranchMoved   Type = "branch.moved" // assigned to another commit, not by a commit of its own
+	BranchDeleted Type = "branch.deleted"
+	TagCreated    Type = "tag.created"
+	TagMoved      Type = "tag.moved"
+	TagDeleted    Type = "tag.deleted"
+
+	// CommitMade is a new commit on a branch (a Nessie or Iceberg commit,
+	// or one the branch received by a move that descends from its head).
+	CommitMade Type = "commit"
+	// MergeMade is a merge commit: the branch received a source's changes.
+	MergeMade Type = "merge"
+	// TransplantMade is one commit replayed onto the branch.
+	TransplantMade Type = "transplant"
+)
+
+// Types lists every event type, in the order of the constants.
+func Types() []Type {
+	return []Type{
+		NamespaceCreated, NamespaceUpdated, NamespaceDropped,
+		TableCreated, TableUpdated, TableRenamed, TableDropped,
+		ViewCreated, ViewUpdated, ViewRenamed, ViewDropped,
+		BranchCreated, BranchMoved, BranchDeleted, TagCreated, TagMoved, TagDeleted,
+		CommitMade, MergeMade, TransplantMade,
+	}
+}
+
+// ErrInvalidCursor reports a cursor that is not one; ErrInvalidType an
+// unknown event type in a filter.
+var (
+	ErrInvalidCursor = errors.New("invalid cursor")
+	ErrInvalidType   = errors.New("invalid event type")
+)
+
+// ParseTypes reads a filter of event types: names, or a category and a
+// star ("table.*" is every table event). Unknown names are an error, so a
+// misspelt filter does not silently match nothing.
+func ParseTypes(names []string) ([]Type, error) {
+	var out []Type
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		matched := false
+		for _, t := range Types() {
+			if string(t) == n || (strings.HasSuffix(n, ".*") && strings.HasPrefix(string(t), strings.TrimSuffix(n, "*"))) {
+				matched = true
+				if !slices.Contains(out, t) {
+					out = append(out, t)
+				}
+			}
+		}
+		if !matched {
+			return nil, fmt.Errorf("%w: %q (known: %s, or a category such as table.*)", ErrInvalidType, n, joinTypes(Types()))
+		}
+	}
+	return out, nil
+}
+
+func joinTypes(ts []Type) string {
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = string(t)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Event is one thing that happened in the catalog. Every event names the
+// reference it happened on, the commit, who did it and when; the part
+// that depends on its kind is in Move, Commit or Content.
+type Event struct {
+	// ID is the event's cursor: reading after it resumes just past it.
+	ID   Cursor `json:"id"`
+	Type Type   `json:"type"`
+	// Ref is the branch or tag; RefType "BRANCH" or "TAG".
+	Ref     string `json:"ref"`
+	RefType string `json:"refType"`
+	// Commit is the commit the event is about: the new commit of a
+	// commit, merge, transplant or content event, the new head of a ref
+	// move, the last head of a deleted ref.
+	Commit string `json:"commit"`
+	// Principal moved the reference (for a commit, the committer).
+	Principal string    `json:"principal"`
+	Time      time.Time `json:"time"`
+
+	Move    *RefMove       `json:"move,omitempty"`
+	Details *CommitDetails `json:"commitDetails,omitempty"`
+	Content *ContentChange `json:"content,omitempty"`
+}
+
+// RefMove describes branch.* and tag.* events.
+type RefMove struct {
+	// From is the previous head ("" for a created ref), To the new one
+	// ("" for a deleted ref).
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+	// FastForward: To descends from From, so nothing was lost from the
+	// ref's history (a merge queue landing is one).
+	FastForward bool `json:"fastForward,omitempty"`
+}
+
+// CommitDetails describes commit, merge and transplant events.
+type CommitDetails struct {
+	Parents []string `json:"parents"`
+	Message string   `json:"message,omitempty"`
+	Author  string   `json:"author,omitempty"`
+	// Source is the merged commit of a merge (its second parent).
+	Source string `json:"source,omitempty"`
+	// Operation is the Iceberg operation the commit recorded
+	// (icebergtable.PropOperation): create, append, transaction, ...
+	Operation string `json:"operation,omitempty"`
+	// Keys are the catalog entries the commit changed, in key order.
+	Keys [][]string `json:"keys,omitempty"`
+	// Properties are the commit's properties as stored (merge
+	// provenance, the merge queue's request, Iceberg operation records).
+	Properties map[string]string `json:"properties,omitempty"`
+}
+
+// ContentChange describes namespace.*, table.* and view.* events.
+type ContentChange struct {
+	// Key is the entry's namespace elements and name; PreviousKey is its
+	// key before a rename.
+	Key         []string `json:"key"`
+	PreviousKey []string `json:"previousKey,omitempty"`
+	// ID is the entry's content id, stable across updates and renames.
+	ID string `json:"contentId,omitempty"`
+	// Via is how the change reached the branch: "commit", "merge",
+	// "transplant", or "assign" when the branch was moved to a commit
+	// that does not descend from its head and the change is the
+	// difference of the two trees.
+	Via     string         `json:"via"`
+	Iceberg *IcebergChange `json:"iceberg,omitempty"`
+}
+
+// IcebergChange is what a table or view event knows of the Iceberg
+// metadata: the store's fields always, the snapshot summary when the
+// feed reads summaries and the metadata file is readable.
+type IcebergChange struct {
+	// Operation is the table's snapshot operation (append, overwrite,
+	// replace, delete) or another recorded operation (create, drop,
+	// rename, update, ...), when the commit recorded one for this table.
+	Operation string `json:"operation,omitempty"`
+	// Changes are the commit's changes to this table, in order
+	// (icebergtable.PropChanges): schema-change, append, ...
+	Changes                  []string `json:"changes,omitempty"`
+	MetadataLocation         string   `json:"metadataLocation,omitempty"`
+	PreviousMetadataLocation string   `json:"previousMetadataLocation,omitempty"`
+	SnapshotID               int64    `json:"snapshotId,omitempty"`
+	PreviousSnapshotID       int64    `json:"previousSnapshotId,omitempty"`
+	// Summary is the current snapshot's summary (added-records,
+	// deleted-records, added-data-files, deleted-data-files,
+	// changed-partition-count, ...), when the snapshot changed.
+	Summary map[string]string `json:"summary,omitempty"`
+}
