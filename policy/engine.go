@@ -525,7 +525,10 @@ func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 	d := Decision{ID: uuid.NewString()}
 	var key []byte
 	useCache, cached := false, false
-	if a.cache != nil {
+	// A storage request names one object key: its decision is asked once
+	// and would only push the repeated questions of commits out of the
+	// cache.
+	if a.cache != nil && in.Storage == nil {
 		k := a.cache.encoder()
 		defer a.cache.release(k)
 		if key, useCache = k.key(&in); useCache {

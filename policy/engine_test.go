@@ -217,6 +217,13 @@ func TestInputValueMatchesJSON(t *testing.T) {
 				{Key: []string{"ns", "gone"}, Change: ChangeDelete, Iceberg: &IcebergChange{}},
 			},
 		},
+		{
+			Version: InputVersion, Principal: principal("x"), Action: ActionStorageWrite, API: "iceberg",
+			Ref:      branchRef("users/x/y"),
+			Contents: []Content{{Key: []string{"ns", "t"}, Type: TypeTable, Change: ChangeUpdate}},
+			Storage: &StorageRequest{Provider: "s3", Method: "PUT", Operation: "put-object", Bucket: "b",
+				Key: "wh/ns/t-1/data/f.parquet", Table: []string{"ns", "t"}, TableLocation: "s3://b/wh/ns/t-1"},
+		},
 	}
 	for i, in := range inputs {
 		bs, err := json.Marshal(in)

@@ -28,8 +28,37 @@ type Input struct {
 	// a merge or transplant it lists every key the operation would change
 	// on the target, computed before anything is written.
 	Contents []Content `json:"contents,omitempty"`
+	// Storage is the object-store request an engine asks floe to sign
+	// (actions storage.read and storage.write); nil otherwise.
+	Storage *StorageRequest `json:"storage,omitempty"`
 	// RequestID ties the decision to the request log.
 	RequestID string `json:"request_id,omitempty"`
+}
+
+// StorageRequest is one object-store request an engine asks floe to sign
+// for a table. floe has already checked what no policy may loosen: the
+// bucket is the warehouse's, the key lies under one of the table's
+// locations, and the operation is not a deletion; the policy decides the
+// rest (who may read or write which table's files on which ref).
+type StorageRequest struct {
+	// Provider is the object store: "s3".
+	Provider string `json:"provider"`
+	// Method is the HTTP method of the request: GET, HEAD, PUT or POST.
+	Method string `json:"method"`
+	// Operation names the request the way the object store does:
+	// get-object, head-object, list-objects, put-object,
+	// create-multipart-upload, upload-part, complete-multipart-upload.
+	Operation string `json:"operation"`
+	// Bucket and Key locate the object; for list-objects Key is the
+	// listed prefix.
+	Bucket string `json:"bucket"`
+	Key    string `json:"key"`
+	// Table is the table's key (namespace elements, then name) whose
+	// files are asked for.
+	Table []string `json:"table"`
+	// TableLocation is the table's location, e.g.
+	// s3://bucket/wh/sales/orders-<uuid>.
+	TableLocation string `json:"table_location"`
 }
 
 // InputVersion is the version of Input's shape.
@@ -87,6 +116,15 @@ const (
 	ActionDropView   Action = "view.drop"
 	ActionWriteView  Action = "view.write"
 	ActionRenameView Action = "view.rename"
+)
+
+// Storage actions: an engine asks floe to sign an object-store request for
+// a table's file (Input.Storage). storage.read is a GET, HEAD or listing;
+// storage.write a PUT or a multipart upload step. Deletions are never
+// asked about: floe refuses them before any policy is consulted.
+const (
+	ActionStorageRead  Action = "storage.read"
+	ActionStorageWrite Action = "storage.write"
 )
 
 // ActionRetentionRef changes a reference's retention settings (floe's

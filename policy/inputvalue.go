@@ -28,10 +28,25 @@ func (in *Input) astValue() ast.Value {
 		}
 		terms = append(terms, ast.Item(inputTerms.contents, ast.ArrayTerm(cs...)))
 	}
+	if in.Storage != nil {
+		terms = append(terms, ast.Item(inputTerms.storage, ast.NewTerm(in.Storage.astValue())))
+	}
 	if in.RequestID != "" {
 		terms = append(terms, ast.Item(inputTerms.requestID, ast.StringTerm(in.RequestID)))
 	}
 	return ast.NewObject(terms...)
+}
+
+func (s *StorageRequest) astValue() ast.Value {
+	return ast.NewObject(
+		ast.Item(inputTerms.provider, stringTerm(s.Provider)),
+		ast.Item(inputTerms.method, stringTerm(s.Method)),
+		ast.Item(inputTerms.operation, stringTerm(s.Operation)),
+		ast.Item(inputTerms.bucket, ast.StringTerm(s.Bucket)),
+		ast.Item(inputTerms.key, ast.StringTerm(s.Key)),
+		ast.Item(inputTerms.table, stringsTerm(s.Table, true)),
+		ast.Item(inputTerms.tableLocation, ast.StringTerm(s.TableLocation)),
+	)
 }
 
 func (p *Principal) astValue() ast.Value {
@@ -102,9 +117,10 @@ func stringTerm(s string) *ast.Term {
 
 // inputTerms are the input's field names.
 var inputTerms = struct {
-	version, principal, action, api, ref, target, contents, requestID *ast.Term
-	id, groups, anonymous, name, typ, key, change, iceberg            *ast.Term
-	operations, updates, branches                                     *ast.Term
+	version, principal, action, api, ref, target, contents, requestID  *ast.Term
+	id, groups, anonymous, name, typ, key, change, iceberg             *ast.Term
+	operations, updates, branches                                      *ast.Term
+	storage, provider, method, operation, bucket, table, tableLocation *ast.Term
 }{
 	version: ast.StringTerm("version"), principal: ast.StringTerm("principal"),
 	action: ast.StringTerm("action"), api: ast.StringTerm("api"), ref: ast.StringTerm("ref"),
@@ -115,6 +131,10 @@ var inputTerms = struct {
 	change: ast.StringTerm("change"), iceberg: ast.StringTerm("iceberg"),
 	operations: ast.StringTerm("operations"), updates: ast.StringTerm("updates"),
 	branches: ast.StringTerm("branches"),
+	storage:  ast.StringTerm("storage"), provider: ast.StringTerm("provider"),
+	method: ast.StringTerm("method"), operation: ast.StringTerm("operation"),
+	bucket: ast.StringTerm("bucket"), table: ast.StringTerm("table"),
+	tableLocation: ast.StringTerm("table_location"),
 }
 
 // sharedStrings is read-only after package initialization.
@@ -131,6 +151,9 @@ var sharedStrings = func() map[string]*ast.Term {
 		"add-snapshot", "set-snapshot-ref", "remove-snapshots", "remove-snapshot-ref",
 		"set-location", "set-properties", "remove-properties", "set-statistics",
 		"remove-statistics", "add-view-version", "set-current-view-version",
+		"s3", "GET", "HEAD", "PUT", "POST",
+		"get-object", "head-object", "list-objects", "put-object",
+		"create-multipart-upload", "upload-part", "complete-multipart-upload",
 	} {
 		m[s] = ast.StringTerm(s)
 	}
@@ -139,7 +162,7 @@ var sharedStrings = func() map[string]*ast.Term {
 		ActionMerge, ActionTransplant, ActionCreateNamespace, ActionDropNamespace,
 		ActionWriteNamespace, ActionCreateTable, ActionDropTable, ActionWriteTable,
 		ActionRenameTable, ActionCreateView, ActionDropView, ActionWriteView, ActionRenameView,
-		ActionRetentionRef,
+		ActionRetentionRef, ActionStorageRead, ActionStorageWrite,
 	} {
 		m[string(a)] = ast.StringTerm(string(a))
 	}

@@ -115,7 +115,7 @@ var verificationActions = []Action{
 	ActionMerge, ActionTransplant, ActionCreateNamespace, ActionDropNamespace,
 	ActionWriteNamespace, ActionCreateTable, ActionDropTable, ActionWriteTable,
 	ActionRenameTable, ActionCreateView, ActionDropView, ActionWriteView, ActionRenameView,
-	ActionRetentionRef,
+	ActionRetentionRef, ActionStorageRead, ActionStorageWrite,
 }
 
 // verificationInputs are the inputs a plan must decide exactly as topdown
@@ -160,6 +160,10 @@ func verificationInputs() []Input {
 				API:       []string{"iceberg", "nessie"}[i%2],
 				Ref:       ref,
 				Contents:  contents[i%len(contents)],
+			}
+			if action == ActionStorageRead || action == ActionStorageWrite {
+				in.Storage = &StorageRequest{Provider: "s3", Method: "PUT", Operation: "put-object", Bucket: "lake",
+					Key: "wh/sales/orders-1/data/f.parquet", Table: []string{"sales", "orders"}, TableLocation: "s3://lake/wh/sales/orders-1"}
 			}
 			if action == ActionMerge || action == ActionTransplant {
 				// Merges read from ref and write to a rotating target.

@@ -21,6 +21,8 @@ decision := {"allow": false, "reasons": [sprintf("input version %v is not suppor
 	not authenticated
 } else := {"allow": true, "reasons": ["reads are allowed for every authenticated principal"]} if {
 	input.action == "read"
+} else := {"allow": true, "reasons": ["reading a table's files is allowed for every authenticated principal"]} if {
+	input.action == "storage.read"
 } else := {"allow": false, "reasons": sort(denials)} if {
 	count(denials) > 0
 } else := {"allow": true, "reasons": sort(allows)} if {
@@ -278,3 +280,15 @@ denials contains sprintf("write to %s requires group %s", [concat(".", c.key), g
 	group := config.namespace_groups[c.key[0]]
 	not group in input.principal.groups
 }
+
+# --- object storage ---------------------------------------------------
+
+# storage.read (GET, HEAD, listing) and storage.write (PUT, multipart
+# uploads) ask to have an object-store request for one table's file
+# signed; input.storage says which. floe has already refused deletions,
+# other buckets and keys outside the table's locations. A read is
+# allowed above, as any read; a write lands on input.ref and is decided
+# by the branch rules as a table write is: main only through merges,
+# users/<id>/ by <id>, ingest/ by group ingest, never on a tag, and the
+# per-namespace groups through input.contents. No rule here may allow
+# what floe refused: a bundle never sees a deletion.

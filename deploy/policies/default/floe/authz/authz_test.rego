@@ -401,3 +401,54 @@ test_fallback_names_action_and_branch if {
 	d := authz.decision with input as req(alice, "commit", branch("dev"))
 	d == {"allow": false, "reasons": ["no rule allows commit on branch dev"]}
 }
+
+# --- object storage (remote signing) ---
+
+storage_req(principal, action, ref, method, op, key) := {
+	"version": 1,
+	"principal": principal,
+	"action": action,
+	"api": "iceberg",
+	"ref": ref,
+	"contents": [put(["sales", "orders"])],
+	"storage": {
+		"provider": "s3", "method": method, "operation": op, "bucket": "lake",
+		"key": key, "table": ["sales", "orders"], "table_location": "s3://lake/wh/sales/orders-1",
+	},
+}
+
+test_storage_read_allowed_everywhere if {
+	every ref in [branch("main"), branch("users/bob/x"), tag("v1")] {
+		allowed(storage_req(alice, "storage.read", ref, "GET", "get-object", "wh/sales/orders-1/data/f.parquet"))
+	}
+}
+
+test_storage_read_needs_authentication if {
+	denied_with(storage_req(anonymous, "storage.read", branch("main"), "GET", "get-object", "k"), "authentication required")
+}
+
+test_storage_write_on_own_branch if {
+	allowed(storage_req(alice, "storage.write", branch("users/alice/x"), "PUT", "put-object", "wh/sales/orders-1/data/f.parquet"))
+}
+
+test_storage_write_on_others_branch_denied if {
+	denied_with(
+		storage_req(bob, "storage.write", branch("users/alice/x"), "PUT", "put-object", "k"),
+		"no rule allows storage.write on branch users/alice/x",
+	)
+}
+
+test_storage_write_on_main_denied if {
+	denied_with(
+		storage_req(admin, "storage.write", branch("main"), "POST", "create-multipart-upload", "k"),
+		"main is written only through merges by group publishers",
+	)
+}
+
+test_storage_write_on_tag_denied if {
+	denied_with(storage_req(admin, "storage.write", tag("v1"), "PUT", "put-object", "k"), "tag v1 is read-only: writes land on branches")
+}
+
+test_storage_write_by_ingest if {
+	allowed(storage_req(ingester, "storage.write", branch("ingest/daily"), "PUT", "upload-part", "k"))
+}
