@@ -21,50 +21,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
-import duckdb_ext
+import duckdbconn
 import floeproc
 import pytest
 from floeproc import ROOT  # noqa: F401 (the tests import it from here)
 from pyiceberg.catalog import load_catalog
 from pyiceberg.catalog.rest import RestCatalog
 
-EXTENSIONS = ("httpfs", "avro", "iceberg")
-
-
-def extension_dir() -> Path:
-    """Where the duckdb-ext-* packages put this platform's extension builds."""
-    platform = duckdb.execute("PRAGMA platform").fetchone()[0]
-    for base in duckdb_ext.__path__:
-        d = Path(base) / "extensions" / f"v{duckdb.__version__}" / platform
-        if all((d / f"{e}.duckdb_extension").is_file() for e in EXTENSIONS):
-            return d
-    pytest.exit(f"no DuckDB {duckdb.__version__} extensions for {platform} under {list(duckdb_ext.__path__)}", returncode=1)
-
-
 class FloeServer(floeproc.FloeServer):
     """One running `floe serve` (conformance/floeproc.py), with DuckDB and PyIceberg clients on it."""
 
     def duck(self, *attach: tuple[str, str] | tuple[str, str, bool]) -> duckdb.DuckDBPyConnection:
-        """A fresh in-memory DuckDB with the Iceberg extension, each (warehouse, alias[, read_only]) attached.
-
-        The ATTACH is what a user types: the warehouse (`lake`, `lake@branch`)
-        and floe's URL, no credentials (floe runs with --dev).
-        """
-        con = duckdb.connect(
-            config={
-                "allow_unsigned_extensions": "true",
-                "autoinstall_known_extensions": "false",
-                "autoload_known_extensions": "false",
-            }
-        )
-        ext = extension_dir()
-        for e in EXTENSIONS:
-            con.execute(f"LOAD '{ext / e}.duckdb_extension'")
-        for a in attach or (("lake", "lake"),):
-            warehouse, alias, read_only = (*a, False) if len(a) == 2 else a
-            opts = f"TYPE iceberg, ENDPOINT '{self.uri}', AUTHORIZATION_TYPE 'none'" + (", READ_ONLY" if read_only else "")
-            con.execute(f"ATTACH '{warehouse}' AS {alias} ({opts})")
-        return con
+        """A fresh in-memory DuckDB with the Iceberg extension, each (warehouse, alias[, read_only]) attached
+        (../duckdbconn.py)."""
+        return duckdbconn.connect(self.uri, *attach)
 
     def catalog(self, warehouse: str = "lake") -> RestCatalog:
         """A fresh PyIceberg REST catalog client on this server."""
@@ -117,4 +87,4 @@ def rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple]:
 def pytest_report_header(config: pytest.Config) -> list[str]:
     import pyiceberg
 
-    return [f"duckdb {duckdb.__version__} (extensions {extension_dir()}), pyiceberg {pyiceberg.__version__}, floe {os.environ.get('FLOE_BIN', 'bin/floe')}"]
+    return [f"duckdb {duckdb.__version__} (extensions {duckdbconn.extension_dir()}), pyiceberg {pyiceberg.__version__}, floe {os.environ.get('FLOE_BIN', 'bin/floe')}"]
