@@ -11,6 +11,7 @@ import (
 
 	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/rest/icebergrest"
+	"github.com/floe-catalog/floe/s3sign"
 )
 
 // warehouseFlags say how floe reaches the warehouse named by --warehouse:
@@ -18,6 +19,9 @@ import (
 // options.
 type warehouseFlags struct {
 	s3 icebergtable.S3Options
+	// remoteSigning is off, on-request or always (--s3-remote-signing).
+	remoteSigning string
+	signerURI     string
 }
 
 // register adds the --s3-* flags and describes the forms --warehouse takes.
@@ -31,6 +35,9 @@ func (wf *warehouseFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&wf.s3.AccessKeyID, "s3-access-key-id", "", "static S3 access key id; prefer the environment variable for secrets; without keys the AWS credential chain applies")
 	f.StringVar(&wf.s3.SecretAccessKey, "s3-secret-access-key", "", "static S3 secret access key; prefer the environment variable, the command line is visible to other users")
 	f.BoolVar(&wf.s3.ClientCredentials, "s3-client-credentials", false, "also hand the static S3 keys to Iceberg clients in table configs, so engines can write data files (every client can then read them)")
+	f.StringVar(&wf.remoteSigning, "s3-remote-signing", "off", "sign engines' S3 requests with floe's credentials, scoped to one table's files and never a deletion: "+
+		"off; on-request (loadTable/createTable answers carry the signing config when the client sends X-Iceberg-Access-Delegation: remote-signing); always")
+	f.StringVar(&wf.signerURI, "s3-signer-uri", "", "base URI engines reach the signer at (signer.uri); empty means the catalog URI they already use")
 }
 
 // warehouse builds the Iceberg REST warehouse called name at location, the
@@ -58,12 +65,20 @@ func (wf *warehouseFlags) warehouse(name, location string) (icebergrest.Warehous
 				return icebergrest.Warehouse{}, fmt.Errorf("--s3-endpoint %q is not an http(s) URL", s3.Endpoint)
 			}
 		}
+		rs, err := wf.signing()
+		if err != nil {
+			return icebergrest.Warehouse{}, err
+		}
 		return icebergrest.Warehouse{
-			Name:         name,
-			Location:     strings.TrimRight(location, "/"),
-			IOProperties: s3.IOProperties(),
-			ClientConfig: s3.ClientConfig(),
+			Name:          name,
+			Location:      strings.TrimRight(location, "/"),
+			IOProperties:  s3.IOProperties(),
+			ClientConfig:  s3.ClientConfig(),
+			RemoteSigning: rs,
 		}, nil
+	}
+	if wf.remoteSigning != "off" || wf.signerURI != "" {
+		return icebergrest.Warehouse{}, fmt.Errorf("--s3-remote-signing and --s3-signer-uri need an s3:// warehouse, not %s", location)
 	}
 	if s3 != (icebergtable.S3Options{}) {
 		return icebergrest.Warehouse{}, fmt.Errorf("the --s3-* flags need an s3:// warehouse, not %s", location)
@@ -105,4 +120,37 @@ func checkAllowedLocations(locs []string) ([]string, error) {
 		out = append(out, loc)
 	}
 	return out, nil
+}
+
+// signing is the remote signing of an s3:// warehouse, from
+// --s3-remote-signing and --s3-signer-uri; nil when off.
+func (wf *warehouseFlags) signing() (*icebergrest.RemoteSigning, error) {
+	rs := &icebergrest.RemoteSigning{
+		Credentials: s3sign.Credentials{AccessKeyID: wf.s3.AccessKeyID, SecretAccessKey: wf.s3.SecretAccessKey, Region: wf.s3.Region},
+		Endpoint:    s3sign.Endpoint{URL: wf.s3.Endpoint},
+		URI:         wf.signerURI,
+	}
+	switch wf.remoteSigning {
+	case "off":
+		if wf.signerURI != "" {
+			return nil, errors.New("--s3-signer-uri needs --s3-remote-signing on-request or always")
+		}
+		return nil, nil
+	case "on-request":
+	case "always":
+		rs.Always = true
+	default:
+		return nil, fmt.Errorf("--s3-remote-signing must be off, on-request or always, not %q", wf.remoteSigning)
+	}
+	if wf.s3.ClientCredentials {
+		// Engines holding floe's keys could delete whatever signing
+		// refuses.
+		return nil, errors.New("--s3-remote-signing and --s3-client-credentials exclude each other: signing exists so that engines never hold floe's keys")
+	}
+	if wf.signerURI != "" {
+		if u, err := url.Parse(wf.signerURI); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("--s3-signer-uri %q is not an http(s) URL", wf.signerURI)
+		}
+	}
+	return rs, nil
 }

@@ -199,3 +199,35 @@ func TestCheckAllowedLocations(t *testing.T) {
 		}
 	}
 }
+
+func TestRemoteSigningFlags(t *testing.T) {
+	wh, err := parseWarehouseFlags(t, "--warehouse", "s3://b/wh", "--s3-endpoint", "http://127.0.0.1:9000",
+		"--s3-access-key-id", "k", "--s3-secret-access-key", "s", "--s3-region", "r", "--s3-remote-signing", "always")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := wh.RemoteSigning
+	if rs == nil || !rs.Always || rs.Endpoint.URL != "http://127.0.0.1:9000" || rs.Credentials.AccessKeyID != "k" || rs.Credentials.Region != "r" {
+		t.Fatalf("remote signing %+v", rs)
+	}
+	if wh, err = parseWarehouseFlags(t, "--warehouse", "s3://b/wh", "--s3-remote-signing", "on-request"); err != nil || wh.RemoteSigning == nil || wh.RemoteSigning.Always {
+		t.Fatalf("on-request: %+v, %v", wh.RemoteSigning, err)
+	}
+	if wh, err = parseWarehouseFlags(t, "--warehouse", "s3://b/wh"); err != nil || wh.RemoteSigning != nil {
+		t.Fatalf("default: %+v, %v; want off", wh.RemoteSigning, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--warehouse", "s3://b/wh", "--s3-remote-signing", "sometimes"}, "must be off, on-request or always"},
+		{[]string{"--warehouse", "s3://b/wh", "--s3-access-key-id", "k", "--s3-secret-access-key", "s", "--s3-client-credentials", "--s3-remote-signing", "always"}, "exclude each other"},
+		{[]string{"--warehouse", "/tmp/wh", "--s3-remote-signing", "always"}, "need an s3:// warehouse"},
+		{[]string{"--warehouse", "s3://b/wh", "--s3-signer-uri", "http://h"}, "needs --s3-remote-signing"},
+		{[]string{"--warehouse", "s3://b/wh", "--s3-remote-signing", "always", "--s3-signer-uri", "ftp://h"}, "not an http(s) URL"},
+	} {
+		if _, err := parseWarehouseFlags(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}

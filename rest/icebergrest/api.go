@@ -52,6 +52,9 @@ type Warehouse struct {
 	// AllowedLocations are extra location prefixes clients may place
 	// tables and views under besides Location (icebergtable.Config).
 	AllowedLocations []string
+	// RemoteSigning, if set, signs engines' S3 requests for this
+	// warehouse's tables (sign.go); nil signs nothing.
+	RemoteSigning *RemoteSigning
 }
 
 // Deps is what the facade needs from the process.

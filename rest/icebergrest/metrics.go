@@ -15,6 +15,10 @@ type metrics struct {
 	conflicts *prometheus.CounterVec
 	refused   *prometheus.CounterVec
 
+	// signatures and signRefusals count remote signing (sign.go).
+	signatures   *prometheus.CounterVec
+	signRefusals *prometheus.CounterVec
+
 	ikReplays    prometheus.Counter
 	ikWaits      prometheus.Counter
 	ikMismatches prometheus.Counter
@@ -51,6 +55,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "floe_iceberg_commit_requirement_failures_total",
 			Help: "Iceberg commits answered 409 CommitFailedException because a requirement failed, by operation.",
 		}, []string{"operation"}),
+		signatures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "floe_storage_signatures_total",
+			Help: "S3 requests floe signed for engines (remote signing), by S3 operation.",
+		}, []string{"operation"}),
+		signRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "floe_storage_sign_refusals_total",
+			Help: "Sign requests floe refused, nothing signed, by reason: deletion, operation, endpoint, bucket, outside-table, " +
+				"malformed, no-table, read-only, policy, not-configured.",
+		}, []string{"reason"}),
 
 		ikReplays: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "floe_iceberg_idempotent_replays_total",
@@ -73,7 +86,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Idempotency records deleted after their lifetime ended.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.commits, m.retries, m.conflicts, m.refused,
+	for _, c := range []prometheus.Collector{m.commits, m.retries, m.conflicts, m.refused, m.signatures, m.signRefusals,
 		m.ikReplays, m.ikWaits, m.ikMismatches, m.ikRecords, m.ikExpired} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

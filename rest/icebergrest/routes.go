@@ -49,6 +49,7 @@ var routeTable = []route{
 	{http.MethodDelete, "/v1/{prefix}/namespaces/{namespace}/tables/{table}", (*api).dropTable, withKey},
 	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/tables/{table}/unregister", (*api).unregisterTable, withKey},
 	{http.MethodGet, "/v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials", (*api).loadCredentials, noKey},
+	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/tables/{table}/sign", (*api).signRequest, noKey},
 	{http.MethodPost, "/v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics", (*api).reportMetrics, noKey},
 	{http.MethodPost, "/v1/{prefix}/tables/rename", (*api).renameTable, withKey},
 	{http.MethodPost, "/v1/{prefix}/transactions/commit", (*api).commitTransaction, withKey},
@@ -109,6 +110,7 @@ func (a *api) routes(r *mux.Router) {
 		r.Handle(rt.template, a.authenticate(h)).Methods(rt.method)
 	}
 	r.Handle("/v1/config", a.authenticate(a.handle(a.getConfig))).Methods(http.MethodGet)
+	r.Handle(legacySignPath, a.authenticate(a.handle(a.legacySign))).Methods(http.MethodPost)
 }
 
 // configResponse is the spec's CatalogConfig.

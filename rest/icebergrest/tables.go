@@ -124,7 +124,8 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, loadTableResult{Metadata: raw, Config: wr.wh.clientConfig})
+		_, cfg := a.tableConfig(r, wr, id)
+		writeJSON(w, http.StatusOK, loadTableResult{Metadata: raw, Config: cfg})
 		return nil
 	}
 
@@ -133,7 +134,7 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return a.commitCreate(ctx, w, r, branch, head, id, tableKind, file.Location, icebergtable.TableContent("", file),
-		wr.wh.tableReply(file.Location, file.JSON).withETag(etag(file.Location, "all")))
+		a.tableReply(r, wr, id, file.Location, file.JSON).withETag(etag(file.Location, "all")))
 }
 
 // definiteStoreFailure reports store errors that prove nothing was
@@ -196,7 +197,7 @@ func (a *api) loadTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return internalError(err)
 	}
-	wr.wh.tableReply(file.Location, body).write(w, &a.joins)
+	a.tableReply(r, wr, id, file.Location, body).write(w, &a.joins)
 	return nil
 }
 
@@ -278,7 +279,8 @@ func (a *api) registerTable(w http.ResponseWriter, r *http.Request) error {
 			location:       file.Location,
 			entityLocation: file.Metadata.Location(),
 			content:        func(contentID string) *versionstore.Content { return icebergtable.TableContent(contentID, file) },
-			reply:          wh.tableReply(file.Location, body).withETag(etag(file.Location, "all")),
+			// No signing config here: the next loadTable hands it out.
+			reply: metadataReply(file.Location, body, wh.clientConfigJSON).withETag(etag(file.Location, "all")),
 		}, nil
 	})
 }

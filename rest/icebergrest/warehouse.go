@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/otel/trace"
@@ -13,6 +15,7 @@ import (
 	"github.com/floe-catalog/floe/icebergtable"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/rest/authz"
+	"github.com/floe-catalog/floe/s3sign"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -26,6 +29,13 @@ type warehouse struct {
 	// and clientConfigJSON its encoding, made once for every answer.
 	clientConfig     map[string]string
 	clientConfigJSON []byte
+	// signing signs engines' S3 requests; nil when the warehouse does
+	// not.
+	signing *RemoteSigning
+	signer  *s3sign.Signer
+	// buckets are the object-store buckets of the warehouse's root and
+	// allowed locations: the only ones floe signs requests for.
+	buckets []string
 }
 
 func newWarehouse(w Warehouse, cache *icebergtable.MetadataCache, maxRead int64, tp trace.TracerProvider) (*warehouse, error) {
@@ -47,8 +57,25 @@ func newWarehouse(w Warehouse, cache *icebergtable.MetadataCache, maxRead int64,
 	if err != nil {
 		return nil, fmt.Errorf("iceberg REST: warehouse %q: encoding its client config: %w", w.Name, err)
 	}
-	return &warehouse{name: w.Name, files: files, clientConfig: cc, clientConfigJSON: ccJSON}, nil
+	wh := &warehouse{name: w.Name, files: files, clientConfig: cc, clientConfigJSON: ccJSON, signing: w.RemoteSigning}
+	for _, loc := range append([]string{files.Location()}, files.AllowedLocations()...) {
+		if u, err := url.Parse(loc); err == nil && u.Scheme == "s3" && !slices.Contains(wh.buckets, u.Host) {
+			wh.buckets = append(wh.buckets, u.Host)
+		}
+	}
+	if wh.signing != nil {
+		if len(wh.buckets) == 0 {
+			return nil, fmt.Errorf("iceberg REST: warehouse %q at %s: remote signing needs an s3:// warehouse", w.Name, files.Location())
+		}
+		if wh.signer, err = s3sign.NewSigner(wh.signing.Credentials); err != nil {
+			return nil, fmt.Errorf("iceberg REST: warehouse %q: %w", w.Name, err)
+		}
+	}
+	return wh, nil
 }
+
+// holdsBucket reports whether bucket is one of the warehouse's.
+func (w *warehouse) holdsBucket(bucket string) bool { return slices.Contains(w.buckets, bucket) }
 
 // requireInside validates a location a client supplied: it must lie
 // inside the warehouse or one of its allowed locations. It returns the
@@ -190,9 +217,11 @@ func (a *api) head(branch string) (versionstore.Hash, error) {
 	return ref.Head, nil
 }
 
-// tableReply is the LoadTableResult of a table in this warehouse:
-// metadataReply with the warehouse's client config (FileIO properties
-// engines need to write data files, e.g. an S3 endpoint).
-func (w *warehouse) tableReply(location string, metadata []byte) *reply {
-	return metadataReply(location, metadata, w.clientConfigJSON)
+// tableReply is the LoadTableResult of table id in this warehouse:
+// metadataReply with the config the client gets (tableConfig: FileIO
+// properties engines need to write data files, e.g. an S3 endpoint, and
+// the remote signing config).
+func (a *api) tableReply(r *http.Request, wr *warehouseRef, id identifier, location string, metadata []byte) *reply {
+	cfg, _ := a.tableConfig(r, wr, id)
+	return metadataReply(location, metadata, cfg)
 }

@@ -13,7 +13,7 @@ func TestTableReplyCarriesClientConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rp := wh.tableReply("s3://bucket/wh/t/metadata/00000-x.metadata.json", meta)
+		rp := metadataReply("s3://bucket/wh/t/metadata/00000-x.metadata.json", meta, wh.clientConfigJSON)
 		var got struct {
 			Location string            `json:"metadata-location"`
 			Metadata json.RawMessage   `json:"metadata"`
