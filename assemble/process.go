@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/floe-catalog/floe/changefeed"
 	"github.com/floe-catalog/floe/console"
 	"github.com/floe-catalog/floe/maintenance"
 	"github.com/floe-catalog/floe/mergequeue"
@@ -45,6 +46,8 @@ type Process struct {
 	backups *storebackup.Service
 	tracer  trace.TracerProvider // Config.TracerProvider
 	queue   *mergequeue.Queue
+	// feed is the change feed, drained when Serve begins to shut down.
+	feed *changefeed.Feed
 
 	// closers undo Build, in the order the services were built; Close
 	// runs them backwards.
@@ -253,6 +256,10 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	if floeDeps.Guard == nil {
 		floeDeps.Guard = guard(engine, "floe").Traced(cfg.TracerProvider)
 	}
+	if floeDeps.Events == nil {
+		floeDeps.Events = changefeed.New(p.store, changefeed.Options{Summaries: changefeed.WarehouseSummaries(warehouses), Logger: logger})
+	}
+	p.feed = floeDeps.Events
 	floeAPI, err := floeapi.New(floeDeps)
 	if err != nil {
 		return nil, &ServiceError{Service: "floe API", Err: err}
@@ -331,6 +338,12 @@ func (p *Process) Queue() *mergequeue.Queue { return p.queue }
 // are the services closed, in reverse order of creation. It returns nil
 // after a clean shutdown.
 func (p *Process) Serve(ctx context.Context, ln net.Listener) error {
+	// Long polls and event streams end as the shutdown begins, so that
+	// they do not hold the drain until its timeout.
+	if p.feed != nil {
+		stop := context.AfterFunc(ctx, p.feed.Drain)
+		defer stop()
+	}
 	err := p.http.Serve(ctx, ln)
 	return errors.Join(err, p.Close())
 }

@@ -65,7 +65,7 @@ func newRootCommand() *cobra.Command {
 	plainBoolHelp(root)
 	root.AddCommand(newServeCommand(), newVersionCommand(), newBranchCommand(), newTagCommand(), newLogCommand(), newDiffCommand(), newShowCommand(), newLsCommand(), newMergeCommand(), newTransplantCommand(), newAuthCommand(),
 		newMaintenanceCommand(), newTableCommand(), newGCCommand(),
-		newQueueCommand())
+		newQueueCommand(), newEventsCommand())
 	root.AddCommand(newAdminCommand())
 	root.AddCommand(newHealthcheckCommand())
 	return root

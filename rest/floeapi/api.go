@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/floe-catalog/floe/changefeed"
 	"github.com/floe-catalog/floe/gc"
 	"github.com/floe-catalog/floe/maintenance"
 	"github.com/floe-catalog/floe/mergequeue"
@@ -64,6 +65,8 @@ type Deps struct {
 	Backups *storebackup.Service
 	// Queue is the merge queue (queue.go); nil answers 501.
 	Queue *mergequeue.Queue
+	// Events is the catalog's change feed (events.go); nil answers 501.
+	Events *changefeed.Feed
 }
 
 // API is floe's own API over its services.
@@ -80,6 +83,7 @@ type API struct {
 	merges      MergePlanner
 	backups     *storebackup.Service
 	queue       *mergequeue.Queue
+	events      *changefeed.Feed
 }
 
 // New builds the API over deps.
@@ -89,6 +93,7 @@ func New(deps Deps) (*API, error) {
 	}
 	a := &API{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, gc: deps.GC, merges: deps.Merges}
 	a.queue = deps.Queue
+	a.events = deps.Events
 	a.retention = deps.Retention
 	a.maintenance, a.tableStats = deps.Maintenance, deps.TableStats
 	a.backups = deps.Backups
@@ -132,6 +137,7 @@ func (a *API) routes() []route {
 	routes = append(routes, a.mergeRoutes()...)
 	routes = append(routes, a.backupRoutes()...)
 	routes = append(routes, a.queueRoutes()...)
+	routes = append(routes, a.eventRoutes()...)
 	return routes
 }
 
@@ -169,6 +175,10 @@ func (a *API) handle(h func(*http.Request) (any, error)) http.Handler {
 		}
 		if err != nil {
 			a.writeError(w, r, err)
+			return
+		}
+		if s, ok := v.(streamed); ok {
+			s(w)
 			return
 		}
 		status := http.StatusOK
