@@ -215,6 +215,38 @@ def test_files_rewritten_on_both_sides_merge_by_row_id(spark, floe: FloeServer) 
     assert rows(spark, f"SELECT id, amount FROM floe.{t} WHERE id = 2") == [(2, 23.0)]
 
 
+def test_compaction_on_main_and_rewrite_on_branch_merge_by_row_id(spark, floe: FloeServer) -> None:
+    """Main compacts a day's files (rewrite_data_files, a replace that keeps
+    each row's lineage) while the branch's copy-on-write UPDATE rewrote one
+    of them, with no operation record: by files both removed the same file,
+    a conflict; with floe.merge.row-level=rows the branch's update lands on
+    the compacted file and every row appears once."""
+    t = new_orders(spark, "etlcmp", 3, "copy-on-write")
+    spark.sql(f"ALTER TABLE floe.{t} SET TBLPROPERTIES ('floe.merge.row-level'='rows')")
+    spark.sql(f"INSERT INTO floe.{t} VALUES (1, 'games', 10.0), (2, 'games', 20.0)")
+    spark.sql(f"INSERT INTO floe.{t} VALUES (3, 'games', 30.0), (4, 'games', 40.0)")
+    branch, cat = branch_catalog(spark, floe, "cmp")
+
+    spark.sql(f"UPDATE {cat}.{t} SET amount = 21.0 WHERE id = 2")
+    ns, name = t.split(".")
+    spark.sql(
+        f"CALL floe.system.rewrite_data_files(table => '{ns}.{name}', "
+        "options => map('rewrite-all', 'true', 'min-input-files', '1'))"
+    )
+    assert one_file(spark, f"floe.{t}")
+    assert rows(spark, f"SELECT operation FROM floe.{t}.snapshots ORDER BY committed_at DESC LIMIT 1") == [("replace",)]
+
+    proc = floe_cli(floe, "merge", branch, "--into", "main")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    want = [(1, "games", 10.0), (2, "games", 21.0), (3, "games", 30.0), (4, "games", 40.0)]
+    assert rows(spark, f"SELECT * FROM floe.{t}") == want
+    assert rows(spark, f"SELECT count(*), count(DISTINCT _row_id) FROM floe.{t}") == [(4, 4)]
+    # Merging again changes nothing.
+    proc = floe_cli(floe, "merge", branch, "--into", "main")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert rows(spark, f"SELECT * FROM floe.{t}") == want
+
+
 def new_orders(spark, prefix: str, version: int, mode: str) -> str:
     """orders (helpers.create_orders) on main in a fresh namespace prefix_<random>;
     returns the table's name without the catalog."""
