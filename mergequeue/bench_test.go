@@ -222,8 +222,10 @@ func newDay(b *testing.B) *day {
 	// branches were made: main changed the table too, so every merge is
 	// a three-way merge of files, and the transformations' rewrites are
 	// replayed by their file changes. (A compaction of the days they
-	// rewrote would be a file conflict: both sides removed the same
-	// files, which no merge resolves without reading rows.)
+	// rewrote is a file conflict on this v2 table: both sides removed the
+	// same files. On a v3 table with floe.merge.row-level=rows it merges
+	// by row id, reading the rows in question: mergeengine/testdata/row_merge
+	// and conformance/spark/test_etl_merges.py cover that case.)
 	d.compact(b, "main", 9, 12)
 	return d
 }
