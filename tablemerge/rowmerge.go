@@ -47,9 +47,10 @@ import (
 // visible (each unioned with the file's vector, if it has one), and drops
 // the vectors left applying to data files the merge removed.
 //
-// The rows are read from the data files: the two lineage columns only,
-// of the base's files in question and of the files each side added in
-// snapshots that were not appends (an append writes only new row ids; an
+// The rows are read from the data files: the two lineage columns and a
+// hash of every other column's value (a copy with the same id and other
+// values is another row), of the base's files in question and of the files
+// each side added in snapshots that were not appends (an append writes only new row ids; an
 // UPDATE in merge-on-read writes the updated rows' ids into new files).
 // RowMerge.MaxBytes bounds the bytes of files read.
 
