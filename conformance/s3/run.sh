@@ -78,3 +78,19 @@ PY
 echo "s3 conformance: signature-checking moto listening on 127.0.0.1:$sport"
 FLOE_TEST_S3_SIGNING_ENDPOINT="http://127.0.0.1:$sport" FLOE_TEST_S3_ACCESS_KEY_ID="${keys% *}" FLOE_TEST_S3_SECRET_ACCESS_KEY="${keys#* }" \
 	"$go" test -count=1 -v -run 'S3RemoteSigning' ./rest/icebergrest/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)'
+
+# PyIceberg through the same signer: its own venv (see
+# requirements-pyiceberg-signing.txt), the floe binary `make test` built.
+# Opt-in (FLOE_S3_PYICEBERG_SIGNING=1) until an intermittent 403 that
+# moto answers to some of PyIceberg's signed HEAD requests is understood
+# (conformance/s3/README.md).
+if [[ "${FLOE_S3_PYICEBERG_SIGNING:-}" != 1 ]]; then
+	echo "s3 conformance: PyIceberg signing test skipped (FLOE_S3_PYICEBERG_SIGNING=1 runs it)"
+	exit 0
+fi
+moto_venv="$venv"
+floe_venv "s3 conformance" venv-pyiceberg-signing "$here/requirements-pyiceberg-signing.txt"
+cd "$here"
+FLOE_TEST_S3_SIGNING_ENDPOINT="http://127.0.0.1:$sport" FLOE_TEST_S3_ACCESS_KEY_ID="${keys% *}" FLOE_TEST_S3_SECRET_ACCESS_KEY="${keys#* }" \
+	"$venv/bin/python" -m pytest -q
+venv="$moto_venv"
