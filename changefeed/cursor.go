@@ -46,7 +46,8 @@ type Cursor struct {
 // EndOfEntry is the Index of a cursor past every event of its entry.
 const EndOfEntry = math.MaxUint32
 
-// Start is the cursor before every event.
+// Start is the cursor before every event. Every cursor with Seq 0 is, the
+// zero Cursor included: log seqs start at 1.
 var Start = Cursor{Seq: 0, Index: EndOfEntry}
 
 // afterEntry is the cursor past every event of entry seq.
@@ -55,7 +56,7 @@ func afterEntry(seq uint64) Cursor { return Cursor{Seq: seq, Index: EndOfEntry} 
 // String is the cursor's wire form: "<seq>" past a whole entry, or
 // "<seq>.<index>" past one of its events (an event's id).
 func (c Cursor) String() string {
-	if c.Index == EndOfEntry {
+	if c.Index == EndOfEntry || c.Seq == 0 {
 		return strconv.FormatUint(c.Seq, 10)
 	}
 	return strconv.FormatUint(c.Seq, 10) + "." + strconv.FormatUint(uint64(c.Index), 10)

@@ -123,7 +123,7 @@ func (f *Feed) Read(ctx context.Context, q Query) (*Page, error) {
 	// A cursor inside an entry re-reads that entry for the events after
 	// its index.
 	from := q.After.Seq
-	if q.After.Index != EndOfEntry {
+	if q.After.Index != EndOfEntry && from > 0 {
 		from--
 	}
 	scanned := 0
