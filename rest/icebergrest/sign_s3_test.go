@@ -47,7 +47,7 @@ const (
 // with floe's keys: alice owns users/alice/dev, bob owns nothing, tag v1
 // is on alice's branch.
 type signLake struct {
-	t        *testing.T
+	t        testing.TB
 	s        *testserver.Server
 	endpoint string
 	bucket   string
@@ -55,7 +55,7 @@ type signLake struct {
 	keyID, secret string
 }
 
-func newSignLake(t *testing.T) *signLake {
+func newSignLake(t testing.TB) *signLake {
 	t.Helper()
 	endpoint := os.Getenv(s3EndpointEnv)
 	if endpoint == "" {
@@ -423,4 +423,49 @@ func between(s, open, close string) string {
 func md5hex(b []byte) string {
 	sum := md5.Sum(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// BenchmarkS3SignEndpoint measures one sign request end to end through
+// floe's server (HTTP on loopback, token authentication, the default
+// policy's read and storage.read decisions, the table's metadata from the
+// cache, the file scope, SigV4), as an engine's GET of a data file asks
+// it; the S3 request itself is not sent.
+func BenchmarkS3SignEndpoint(b *testing.B) {
+	l := newSignLake(b)
+	const branch = "lake@users/alice/dev"
+	if status, body, _ := l.call("alice", http.MethodPost, "/v1/"+url.PathEscape(branch)+"/namespaces", `{"namespace":["ns"]}`); status != http.StatusOK {
+		b.Fatalf("create namespace: %d %s", status, body)
+	}
+	loc, cfg := l.createTable(branch, "t1")
+	body, err := json.Marshal(map[string]any{"region": "us-east-1", "method": "GET", "uri": l.uriOf(loc + "/data/00000-0-a.parquet"),
+		"headers": map[string][]string{"Range": {"bytes=0-1048575"}, "User-Agent": {"aws-sdk-java/2.x"}, "amz-sdk-invocation-id": {"5d1c"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := l.s.URL + "/" + cfg["signer.endpoint"]
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, err := http.NewRequestWithContext(b.Context(), http.MethodPost, path, bytes.NewReader(body))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			req.Header.Set("Authorization", "Bearer tok-alice")
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b.Errorf("sign: %d", resp.StatusCode)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "signatures/s")
 }
