@@ -3,7 +3,6 @@ package changefeed
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -367,9 +366,4 @@ func (c *derivedCache) add(seq uint64, evs []Event) {
 	}
 	c.bySeq[seq] = evs
 	c.order = append(c.order, seq)
-}
-
-// String describes a query for logs.
-func (q Query) String() string {
-	return fmt.Sprintf("after=%s refs=%v types=%v limit=%d", q.After, q.Refs, q.Types, q.Limit)
 }
