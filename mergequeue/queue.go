@@ -342,6 +342,32 @@ func (q *Queue) persist(ctx context.Context, e *entry, next *Request) error {
 	return nil
 }
 
+// persistAll stores the requests' next values in one durable write, each
+// conditional on its record still holding what e holds: all or none.
+// On a conflict every request of the write is read again (persist).
+func (q *Queue) persistAll(ctx context.Context, es []*entry, nexts []*Request) error {
+	recs := make([]versionstore.Record, len(es))
+	raws := make([][]byte, len(es))
+	for i, e := range es {
+		raws[i] = encodeRequest(nexts[i])
+		recs[i] = versionstore.Record{Key: recordKey(nexts[i].ID), Value: raws[i],
+			If: &versionstore.RecordCondition{Exists: true, Value: e.raw}}
+	}
+	err := q.store.PutRecords(ctx, recs)
+	if errors.Is(err, versionstore.ErrRecordConflict) {
+		for _, e := range es {
+			q.reload(ctx, e)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("store %d merge request(s): %w", len(es), err)
+	}
+	for i, e := range es {
+		q.applied(e, nexts[i], raws[i])
+	}
+	return nil
+}
+
 // applied makes next e's value in memory once it is durable.
 func (q *Queue) applied(e *entry, next *Request, raw []byte) {
 	prev := e.req

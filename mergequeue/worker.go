@@ -325,14 +325,18 @@ func (q *Queue) take(ctx context.Context, target string) ([]string, error) {
 			batch = append(batch, r)
 		}
 	}
-	ids := make([]string, 0, len(batch))
+	// The batch is taken in one durable write: all of it, or, if another
+	// replica changed a request meanwhile, none (taken again next round).
+	es := make([]*entry, 0, len(batch))
+	nexts := make([]*Request, 0, len(batch))
+	firstTake := make([]bool, 0, len(batch))
 	for _, r := range batch {
 		e := q.reqs[r.ID]
 		next := cloneRequest(e.req)
 		next.RetryAt = nil
+		firstTake = append(firstTake, next.StartedAt == nil)
 		if next.StartedAt == nil {
 			next.StartedAt = &now
-			q.metrics.wait.WithLabelValues(next.Class).Observe(now.Sub(next.EnqueuedAt).Seconds())
 		}
 		why := "taken by the worker"
 		if len(batch) > 1 {
@@ -341,10 +345,19 @@ func (q *Queue) take(ctx context.Context, target string) ([]string, error) {
 			why = "taken by the worker alone: it waited past the age limit"
 		}
 		q.transition(next, StateValidating, "", why, q.principal, "")
-		if err := q.persist(ctx, e, next); err != nil {
-			return ids, err
+		es, nexts = append(es, e), append(nexts, next)
+	}
+	if err := q.persistAll(ctx, es, nexts); err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(nexts))
+	for i, next := range nexts {
+		ids[i] = next.ID
+		if firstTake[i] {
+			// The wait ends here, once, whatever rebuilds or fault
+			// retries follow.
+			q.metrics.wait.WithLabelValues(next.Class).Observe(now.Sub(next.EnqueuedAt).Seconds())
 		}
-		ids = append(ids, r.ID)
 	}
 	return ids, nil
 }
@@ -958,46 +971,67 @@ func (q *Queue) land(ctx context.Context, target string, head versionstore.Hash,
 // branch (if it still points at what was merged), tag the landed commit.
 // It runs after the landing, so a crash in between leaves a branch to
 // drop by hand (or by its retention); the request is merged either way.
+// The members' reference changes run concurrently (each its own
+// reference, so the store commits them together) and their notes land in
+// one write: the next batch waits for neither one write per member.
 func (q *Queue) hygiene(ctx context.Context, target string, members []*member) {
-	for _, m := range members {
+	notes := make([][]string, len(members))
+	var wg sync.WaitGroup
+	for i, m := range members {
 		r, err := q.Get(m.id)
 		if err != nil || r.SourceRef == "" {
 			continue
 		}
-		rule, _ := q.rules.ruleFor(r.SourceRef)
-		var notes []string
-		if rule.Tag != "" {
-			name := tagName(rule.Tag, r.SourceRef, r.ID)
-			_, err := q.store.CreateRef(ctx, versionstore.CreateRefRequest{Name: name, Type: versionstore.Tag, Target: m.commit, Principal: q.principal})
-			if err != nil {
-				notes = append(notes, "tag "+name+" not created: "+err.Error())
-			} else {
-				notes = append(notes, "tagged "+name)
-			}
-		}
-		if rule.DropAfterMerge && r.SourceRef != target && !q.rules.protected(r.SourceRef) {
-			src, _ := versionstore.ParseHash(r.SourceHash)
-			err := q.store.DeleteRef(ctx, versionstore.DeleteRefRequest{Name: r.SourceRef, Type: versionstore.Branch, Expected: src, Principal: q.principal})
-			switch {
-			case err == nil:
-				notes = append(notes, "dropped source branch "+r.SourceRef)
-			case errors.Is(err, versionstore.ErrReferenceConflict):
-				notes = append(notes, "kept source branch "+r.SourceRef+": it moved since the request was made")
-			default:
-				notes = append(notes, "source branch "+r.SourceRef+" not dropped: "+err.Error())
-			}
-		}
-		if len(notes) == 0 {
+		wg.Go(func() { notes[i] = q.tidySource(ctx, target, r, m.commit) })
+	}
+	wg.Wait()
+
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var es []*entry
+	var nexts []*Request
+	for i, m := range members {
+		e := q.reqs[m.id]
+		if len(notes[i]) == 0 || e == nil {
 			continue
 		}
-		_, err = q.change(ctx, m.id, func(r *Request) error {
-			r.Hygiene = append(r.Hygiene, notes...)
-			return nil
-		})
+		next := cloneRequest(e.req)
+		next.Hygiene = append(next.Hygiene, notes[i]...)
+		es, nexts = append(es, e), append(nexts, next)
+	}
+	if err := q.persistAll(ctx, es, nexts); err != nil {
+		q.logger.WarnContext(ctx, "merge queue: cannot record branch hygiene", "requests", len(es), "err", err)
+	}
+}
+
+// tidySource applies r's source rule once r landed as commit: it tags the
+// commit and drops the source branch as the rule says, and returns what
+// it did, for the request's record.
+func (q *Queue) tidySource(ctx context.Context, target string, r *Request, commit versionstore.Hash) []string {
+	rule, _ := q.rules.ruleFor(r.SourceRef)
+	var notes []string
+	if rule.Tag != "" {
+		name := tagName(rule.Tag, r.SourceRef, r.ID)
+		_, err := q.store.CreateRef(ctx, versionstore.CreateRefRequest{Name: name, Type: versionstore.Tag, Target: commit, Principal: q.principal})
 		if err != nil {
-			q.logger.WarnContext(ctx, "merge queue: cannot record branch hygiene", "id", m.id, "err", err)
+			notes = append(notes, "tag "+name+" not created: "+err.Error())
+		} else {
+			notes = append(notes, "tagged "+name)
 		}
 	}
+	if rule.DropAfterMerge && r.SourceRef != target && !q.rules.protected(r.SourceRef) {
+		src, _ := versionstore.ParseHash(r.SourceHash)
+		err := q.store.DeleteRef(ctx, versionstore.DeleteRefRequest{Name: r.SourceRef, Type: versionstore.Branch, Expected: src, Principal: q.principal})
+		switch {
+		case err == nil:
+			notes = append(notes, "dropped source branch "+r.SourceRef)
+		case errors.Is(err, versionstore.ErrReferenceConflict):
+			notes = append(notes, "kept source branch "+r.SourceRef+": it moved since the request was made")
+		default:
+			notes = append(notes, "source branch "+r.SourceRef+" not dropped: "+err.Error())
+		}
+	}
+	return notes
 }
 
 // checkBypass looks at a protected target's head: if it moved since the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -732,4 +733,40 @@ func TestMergesWhileBranchIsBusy(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	busy.Wait()
+}
+
+// TestPutRecordsIsAllOrNothing: several records in one write land
+// together; when one's condition fails, none does. (The backends' own
+// atomicity of a batch with several records and checks is
+// backendtest's.)
+func TestPutRecordsIsAllOrNothing(t *testing.T) {
+	ctx := t.Context()
+	s := openTestStore(t, Options{})
+	if err := s.PutRecords(ctx, []Record{{Key: "q/1", Value: []byte("queued")}, {Key: "q/2", Value: []byte("queued")}}); err != nil {
+		t.Fatal(err)
+	}
+	take := func(k string) Record {
+		return Record{Key: k, Value: []byte("validating"), If: &RecordCondition{Exists: true, Value: []byte("queued")}}
+	}
+	// q/3 is absent: its condition fails, so q/1 and q/2 stay queued.
+	err := s.PutRecords(ctx, []Record{take("q/1"), take("q/2"), take("q/3")})
+	if !errors.Is(err, ErrRecordConflict) || !strings.Contains(err.Error(), `"q/3"`) {
+		t.Fatalf("a write with a failing condition: %v, want ErrRecordConflict naming q/3", err)
+	}
+	wantRecordValue(t, s, "q/1", "queued")
+	wantRecordValue(t, s, "q/2", "queued")
+	if err := s.PutRecords(ctx, []Record{take("q/1"), take("q/2")}); err != nil {
+		t.Fatal(err)
+	}
+	wantRecordValue(t, s, "q/1", "validating")
+	wantRecordValue(t, s, "q/2", "validating")
+	if err := s.PutRecords(ctx, []Record{{Key: "q/4", Value: []byte("a")}, {Key: "q/4", Value: []byte("b")}}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("one key twice in one write: %v, want ErrInvalid", err)
+	}
+	if _, err := s.GetRecord(ctx, "q/4"); !errors.Is(err, ErrRecordNotFound) {
+		t.Fatalf("q/4 after the refused write: %v, want not found", err)
+	}
+	if err := s.PutRecords(ctx, nil); err != nil {
+		t.Fatalf("an empty write: %v", err)
+	}
 }

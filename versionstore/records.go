@@ -199,6 +199,41 @@ func (s *Store) PutRecord(ctx context.Context, r Record) error {
 	return nil
 }
 
+// PutRecords stores several records in one durable write: all of them,
+// or, when any one's condition does not hold (an error wrapping
+// ErrRecordConflict naming it), none. A caller changing several records
+// at once (the merge queue taking a batch of requests) pays for one
+// durable write instead of one per record.
+func (s *Store) PutRecords(ctx context.Context, rs []Record) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	if err := s.beginWrite(); err != nil {
+		return err
+	}
+	defer s.closeMu.RUnlock()
+	var b backend.Batch
+	seen := make(map[string]bool, len(rs))
+	for i := range rs {
+		if seen[rs[i].Key] {
+			return fmt.Errorf("%w: record %q written twice in one write", ErrInvalid, rs[i].Key)
+		}
+		seen[rs[i].Key] = true
+		p, err := s.prepareRecord(ctx, &rs[i])
+		if err != nil {
+			return err
+		}
+		b.Records = append(b.Records, p.record)
+		if p.check != nil {
+			b.RecordChecks = append(b.RecordChecks, *p.check)
+		}
+	}
+	if err := s.be.Apply(ctx, b); err != nil {
+		return fmt.Errorf("store %d records: %w", len(rs), recordConflict(err))
+	}
+	return nil
+}
+
 // ExpireRecords deletes every record that expired before now and returns
 // how many it deleted. Records without an expiry are never deleted. Each
 // delete is conditional on the record still holding the expired value, so
