@@ -37,21 +37,8 @@ func (b *Backend) ReadLog(ctx context.Context, before uint64, limit int) ([]back
 	if err != nil {
 		return nil, fmt.Errorf("pebblebackend: read log before %d: %w", before, err)
 	}
-	var recs []backend.LogRecord
-	for ok := it.Last(); ok && len(recs) < limit; ok = it.Prev() {
-		var seq uint64
-		seq, err = decodeLogKey(it.Key())
-		if err != nil {
-			break
-		}
-		var v []byte
-		v, err = it.ValueAndErr()
-		if err != nil {
-			break
-		}
-		recs = append(recs, backend.LogRecord{Seq: seq, Value: append([]byte{}, v...)})
-	}
-	if err := errors.Join(err, it.Error(), it.Close()); err != nil {
+	recs, err := collectLog(it, false, limit)
+	if err != nil {
 		return nil, fmt.Errorf("pebblebackend: read log before %d: %w", before, err)
 	}
 	return recs, nil
@@ -85,22 +72,36 @@ func (b *Backend) ScanLog(ctx context.Context, after uint64, limit int) ([]backe
 	if err != nil {
 		return nil, fmt.Errorf("pebblebackend: scan log after %d: %w", after, err)
 	}
+	recs, err := collectLog(it, true, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pebblebackend: scan log after %d: %w", after, err)
+	}
+	return recs, nil
+}
+
+// collectLog reads up to limit log records from it, oldest first when
+// forward, newest first otherwise, and closes it. Values are copied: the
+// iterator's are valid only until it moves.
+func collectLog(it *pebble.Iterator, forward bool, limit int) ([]backend.LogRecord, error) {
+	first, next := it.Last, it.Prev
+	if forward {
+		first, next = it.First, it.Next
+	}
 	var recs []backend.LogRecord
-	for ok := it.First(); ok && len(recs) < limit; ok = it.Next() {
+	var err error
+	for ok := first(); ok && len(recs) < limit; ok = next() {
 		var seq uint64
-		seq, err = decodeLogKey(it.Key())
-		if err != nil {
+		if seq, err = decodeLogKey(it.Key()); err != nil {
 			break
 		}
 		var v []byte
-		v, err = it.ValueAndErr()
-		if err != nil {
+		if v, err = it.ValueAndErr(); err != nil {
 			break
 		}
 		recs = append(recs, backend.LogRecord{Seq: seq, Value: append([]byte{}, v...)})
 	}
 	if err := errors.Join(err, it.Error(), it.Close()); err != nil {
-		return nil, fmt.Errorf("pebblebackend: scan log after %d: %w", after, err)
+		return nil, err
 	}
 	return recs, nil
 }
