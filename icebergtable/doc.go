@@ -9,8 +9,9 @@
 // branches share (sharedfiles.go).
 //
 // Every layer above the version store that touches Iceberg metadata uses
-// it: the Iceberg REST facade today, the merge engine and the merge queue
-// next. Services are passed explicitly: a Warehouse is opened once with its
+// it: the Iceberg REST facade, the merge layer (classify, mergeengine,
+// mergecheck), garbage collection, table statistics (maintenance) and the
+// change feed. Services are passed explicitly: a Warehouse is opened once with its
 // IO properties and a MetadataCache, and handed to whoever reads or writes
 // its files.
 //
