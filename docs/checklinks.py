@@ -50,6 +50,7 @@ def check(page: str) -> list[str]:
             continue
         if fenced:
             continue
+        line = re.sub(r"`[^`]*`", "", line)  # code spans hold no links
         for m in LINK.finditer(line):
             target = m.group(1) or m.group(2)
             if re.match(r"^[a-z]+:", target) or target.startswith("<"):
