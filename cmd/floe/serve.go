@@ -157,6 +157,7 @@ func newServeCommand() *cobra.Command {
 	f.DurationVar(&cfg.RefRetention.ExpiryInterval, "ref-expiry-interval", time.Hour, "how often expired branches and tags are deleted; 0 turns the background sweep off (floe branch expire still runs one)")
 	f.StringVar(&cfg.MergeChecks.File, "merge-checks", "", "JSON file of the merge queue's external checks (HMAC-signed webhooks) and default check thresholds (see mergecheck/README.md, deploy/merge-checks.json); the built-in checks and the policy bundle's merge rules run without it")
 	f.StringVar(&cfg.MergeChecks.CatalogURI, "merge-checks-catalog-uri", "", "floe's Iceberg REST URL as external merge checks reach it, sent to them with each candidate (lake@<candidate> on it)")
+	f.StringVar(&cfg.EventWebhooks.File, "event-webhooks", "", "JSON file of the change feed's webhook subscriptions: URL, HMAC secret (from a file or variable), principal, filters by ref, type, namespace and table (see docs/changefeed.md, deploy/event-webhooks.json); each gets its events as CloudEvents, at least once and in order, from a durable cursor")
 	f.StringVar(&mergeQueueFile, "merge-queue", "", "JSON file of the merge queue's rules: protected branches (the queue is their single committer), age limit, batch size, and per source prefix batching, required checks, drop after merge and tag (see mergequeue/README.md, deploy/merge-queue.json); without it: no branch protected, ingest/ transform/ users/ feature/ batched, backfill/ alone")
 	f.DurationVar(&cfg.GC.Interval, "gc-interval", 0, "run garbage collection (floe gc) this often in the background; 0 never (runs only when asked)")
 	f.DurationVar(&cfg.GC.Grace, "gc-grace", 0, "how old an unreferenced warehouse file must be before garbage collection deletes it; 0 means 72h")
@@ -184,7 +185,7 @@ func newServeCommand() *cobra.Command {
 // each bounded by --max-metadata-file-bytes), and room for the collector
 // to let garbage pile up between its runs. Pebble's block cache (64
 // MiB) and memtables (64 MiB, two while one flushes) are allocated outside
-// the Go heap and come on top (see the README's memory section). Once the
+// the Go heap and come on top (see docs/operating.md, Memory). Once the
 // caches are full the live heap is about their budgets plus 70 MB, and
 // the runtime keeps some 90 MB more than the heap's goal, so what is left
 // of the headroom decides how often the collector runs under load (issue
