@@ -77,6 +77,9 @@ type Config struct {
 	// MergeChecks configure the validation of the queue's candidates,
 	// used unless MergeQueue.Validator is set.
 	MergeChecks MergeChecks
+	// EventWebhooks push the change feed to webhooks; delivery runs on
+	// one replica at a time (the lease "eventhooks").
+	EventWebhooks EventWebhooks
 	// Routes are extra routes, mounted after the APIs'; for tests and
 	// embedders. They must only register handlers.
 	Routes []server.Mount

@@ -48,7 +48,7 @@ func newLeadership(store *versionstore.Store, shared bool, ttl time.Duration, lo
 	l.leases = lease.New(store, nil)
 	l.holder = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 	logger.Info("shared store: background work is leased", "holder", l.holder, "lease_ttl", ttl,
-		"failover_within", ttl+ttl/3, "leases", "mergequeue/<target>, gc, refretention")
+		"failover_within", ttl+ttl/3, "leases", "mergequeue/<target>, gc, refretention, eventhooks")
 	return l
 }
 

@@ -62,7 +62,7 @@ type Process struct {
 type ServiceError struct {
 	// Service is "version store", "warehouse", "authentication",
 	// "decision log", "policy engine", "maintenance locks", "iceberg REST
-	// API", "merge engine", "ref retention", "garbage collector", "merge queue", "floe API"
+	// API", "merge engine", "ref retention", "garbage collector", "merge queue", "event webhooks", "floe API"
 	// or "HTTP server".
 	Service string
 	Err     error
@@ -260,6 +260,13 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 		floeDeps.Events = changefeed.New(p.store, changefeed.Options{Summaries: changefeed.WarehouseSummaries(warehouses), Logger: logger})
 	}
 	p.feed = floeDeps.Events
+	hooks, err := newEventHooks(cfg.EventWebhooks, p.store, p.feed, engine, logger, registry)
+	if err != nil {
+		return nil, &ServiceError{Service: "event webhooks", Err: err}
+	}
+	if floeDeps.Webhooks == nil {
+		floeDeps.Webhooks = hooks
+	}
 	floeAPI, err := floeapi.New(floeDeps)
 	if err != nil {
 		return nil, &ServiceError{Service: "floe API", Err: err}
@@ -281,6 +288,9 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	}
 	if !cfg.MergeQueue.Manual {
 		workers.Go(func() { queue.Run(workCtx) })
+	}
+	if hooks != nil {
+		workers.Go(func() { lead.exclusive(workCtx, "eventhooks", hooks.Run) })
 	}
 	p.onClose("background workers", func() error {
 		stopWork()

@@ -61,3 +61,24 @@ func TestLoadConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestDeployExample: deploy/event-webhooks.json loads (its secret file
+// replaced by one of the test's).
+func TestDeployExample(t *testing.T) {
+	raw, err := os.ReadFile("../deploy/event-webhooks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(t.TempDir(), "dq.secret")
+	if err := os.WriteFile(secret, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "hooks.json")
+	if err := os.WriteFile(p, []byte(strings.ReplaceAll(string(raw), "/etc/floe/hooks/dq.secret", secret)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, subs, err := eventhooks.LoadConfig(p, func(string) string { return "y" })
+	if err != nil || len(subs) != 2 {
+		t.Fatalf("%d subscriptions, %v", len(subs), err)
+	}
+}

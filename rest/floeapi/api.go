@@ -11,6 +11,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/floe-catalog/floe/changefeed"
+	"github.com/floe-catalog/floe/eventhooks"
 	"github.com/floe-catalog/floe/gc"
 	"github.com/floe-catalog/floe/maintenance"
 	"github.com/floe-catalog/floe/mergequeue"
@@ -67,6 +68,9 @@ type Deps struct {
 	Queue *mergequeue.Queue
 	// Events is the catalog's change feed (events.go); nil answers 501.
 	Events *changefeed.Feed
+	// Webhooks are the change feed's webhook subscriptions
+	// (webhooks.go); nil answers 501.
+	Webhooks *eventhooks.Service
 }
 
 // API is floe's own API over its services.
@@ -84,6 +88,7 @@ type API struct {
 	backups     *storebackup.Service
 	queue       *mergequeue.Queue
 	events      *changefeed.Feed
+	webhooks    *eventhooks.Service
 }
 
 // New builds the API over deps.
@@ -94,6 +99,7 @@ func New(deps Deps) (*API, error) {
 	a := &API{store: deps.Store, logger: deps.Logger, principal: deps.Principal, guard: deps.Guard, gc: deps.GC, merges: deps.Merges}
 	a.queue = deps.Queue
 	a.events = deps.Events
+	a.webhooks = deps.Webhooks
 	a.retention = deps.Retention
 	a.maintenance, a.tableStats = deps.Maintenance, deps.TableStats
 	a.backups = deps.Backups
@@ -138,6 +144,7 @@ func (a *API) routes() []route {
 	routes = append(routes, a.backupRoutes()...)
 	routes = append(routes, a.queueRoutes()...)
 	routes = append(routes, a.eventRoutes()...)
+	routes = append(routes, a.webhookRoutes()...)
 	return routes
 }
 

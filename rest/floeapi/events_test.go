@@ -151,7 +151,7 @@ func TestEventsBadInput(t *testing.T) {
 
 // eventPolicyServer starts a server whose policy lets only sam read
 // branches under secret/; every other question is allowed.
-func eventPolicyServer(t *testing.T) *testserver.Server {
+func eventPolicyServer(t *testing.T, adjust ...func(*testserver.Options)) *testserver.Server {
 	t.Helper()
 	dir := t.TempDir()
 	var tokens []map[string]any
@@ -180,9 +180,13 @@ decision := {"allow": false, "reasons": ["secret branches are sam's"]} if {
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return testserver.Start(t, testserver.Options{
+	opts := testserver.Options{
 		Security: &assemble.Security{Authn: authn.Config{TokenFile: tokenFile}, Policy: &policy.Options{Bundle: filepath.Join(dir, "bundle")}},
-	})
+	}
+	for _, a := range adjust {
+		a(&opts)
+	}
+	return testserver.Start(t, opts)
 }
 
 func TestEventsOnlyWhatPolicyLetsTheReaderRead(t *testing.T) {

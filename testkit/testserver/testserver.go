@@ -49,6 +49,9 @@ type Options struct {
 	// MergeQueue, if set, adjusts the merge queue's configuration (a
 	// validator, Manual to step it with Server.Queue.Process).
 	MergeQueue func(*assemble.MergeQueue)
+	// EventWebhooks, if set, adjusts the change feed's webhooks (the
+	// subscriptions, the deliverer's intervals).
+	EventWebhooks func(*assemble.EventWebhooks)
 	// Routes are extra routes, mounted after the APIs'.
 	Routes []server.Mount
 	// Logger receives the server's logs; nil discards them.
@@ -120,6 +123,9 @@ func Start(t testing.TB, opts Options) *Server {
 	cfg.Store, cfg.StoreFS = opts.Store, opts.StoreFS
 	if opts.MergeQueue != nil {
 		opts.MergeQueue(&cfg.MergeQueue)
+	}
+	if opts.EventWebhooks != nil {
+		opts.EventWebhooks(&cfg.EventWebhooks)
 	}
 	logger := opts.Logger
 	if logger == nil {
