@@ -23,7 +23,7 @@ BENCH        ?= .
 BENCHTIME    ?= 1s
 FUZZTIME     ?= 20s
 
-.PHONY: build run test bench bench-peers lint fuzz clean
+.PHONY: build run test check bench bench-peers lint fuzz clean
 
 # The PostgreSQL tests (versionstore/pgbackend, testkit/replicas) start a
 # private cluster; `make test` installs PostgreSQL first (pgtest/install.sh)
@@ -47,6 +47,7 @@ test: build
 	bash testkit/pgtest/install.sh
 	$(GO) mod download
 	$(GO) vet ./...
+	python3 docs/checklinks.py
 	$(GO) test -race -shuffle=on -timeout $(TEST_TIMEOUT) ./...
 	cd conformance/icebergjs && { cmp -s package-lock.json node_modules/.floe-lock || { npm ci --no-audit --no-fund && cp package-lock.json node_modules/.floe-lock; }; }
 	cd conformance/icebergjs && FLOE_BIN=$(CURDIR)/$(BIN) node --test
@@ -61,6 +62,12 @@ test: build
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/nessiejava/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) bash conformance/rck/run.sh
 	FLOE_BIN=$(CURDIR)/$(BIN) GO=$(GO) bash console/test/run.sh
+
+## check: the edit loop: gofmt, go vet, the Markdown links, then the Go
+## tests in short mode, without the race detector or the client suites
+## (make test is the whole suite, as CI runs it)
+check: lint
+	$(GO) test -short -timeout $(TEST_TIMEOUT) ./...
 
 ## bench: run floe and Nessie side by side (testkit/peerbench, needs Java
 ## 21+ for Nessie), then the benchmarks of every other package; tabulate;
@@ -85,11 +92,13 @@ bench-peers: build
 	@mkdir -p bin
 	@bash testkit/icebergpeers/run.sh | tee bin/bench-icebergpeers.txt
 
-## lint: gofmt must have nothing to change, and go vet must pass
+## lint: gofmt must have nothing to change, go vet must pass, and every
+## relative link in the Markdown must resolve (docs/checklinks.py)
 lint:
 	@unformatted="$$(gofmt -l .)"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt -l reports:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	python3 docs/checklinks.py
 
 ## fuzz: run every fuzz target in the module for $(FUZZTIME) each
 fuzz:
