@@ -10,9 +10,16 @@ import (
 )
 
 // Client-side property names that iceberg-go's io package does not define:
-// Java's S3FileIO reads path style from s3.path-style-access; PyIceberg and
-// iceberg-go read s3.force-virtual-addressing.
-const propS3PathStyleAccess = "s3.path-style-access"
+// Java's S3FileIO reads path style from s3.path-style-access (PyIceberg and
+// iceberg-go read s3.force-virtual-addressing), and the region from
+// client.region (PyIceberg and iceberg-go read s3.region). A Java client
+// without client.region falls back to the AWS SDK's region chain, which
+// fails on a machine with no AWS configuration: with remote signing the
+// catalog's config is all an engine has.
+const (
+	propS3PathStyleAccess = "s3.path-style-access"
+	propClientRegion      = "client.region"
+)
 
 // s3ConnectTimeout bounds dialing the object store, so an endpoint that
 // drops packets fails a request instead of holding it until the client
@@ -67,6 +74,7 @@ func (o S3Options) ClientConfig() map[string]string {
 	}
 	setIf(p, iceio.S3EndpointURL, o.Endpoint)
 	setIf(p, iceio.S3Region, o.Region)
+	setIf(p, propClientRegion, o.Region)
 	if o.ClientCredentials {
 		setIf(p, iceio.S3AccessKeyID, o.AccessKeyID)
 		setIf(p, iceio.S3SecretAccessKey, o.SecretAccessKey)

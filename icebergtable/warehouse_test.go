@@ -126,7 +126,7 @@ func TestS3OptionsProperties(t *testing.T) {
 		t.Errorf("IOProperties = %v, want %v", got, wantIO)
 	}
 	wantClient := map[string]string{
-		"s3.endpoint": "http://127.0.0.1:9000", "s3.region": "eu-west-1",
+		"s3.endpoint": "http://127.0.0.1:9000", "s3.region": "eu-west-1", "client.region": "eu-west-1",
 		"s3.path-style-access": "true", "s3.force-virtual-addressing": "false",
 	}
 	if got := o.ClientConfig(); !maps.Equal(got, wantClient) {

@@ -68,7 +68,7 @@ func TestWarehouseFlags(t *testing.T) {
 				"s3.region": "eu-west-1", "s3.force-virtual-addressing": "true", "s3.connect-timeout": "5s",
 			},
 			wantClient: map[string]string{
-				"s3.region": "eu-west-1", "s3.path-style-access": "false", "s3.force-virtual-addressing": "true",
+				"s3.region": "eu-west-1", "client.region": "eu-west-1", "s3.path-style-access": "false", "s3.force-virtual-addressing": "true",
 			},
 		},
 		{
@@ -81,7 +81,7 @@ func TestWarehouseFlags(t *testing.T) {
 				"s3.access-key-id": "AK", "s3.secret-access-key": "SK", "s3.connect-timeout": "5s",
 			},
 			wantClient: map[string]string{
-				"s3.endpoint": "http://127.0.0.1:9000", "s3.region": "us-east-1",
+				"s3.endpoint": "http://127.0.0.1:9000", "s3.region": "us-east-1", "client.region": "us-east-1",
 				"s3.path-style-access": "true", "s3.force-virtual-addressing": "false",
 			},
 		},

@@ -329,9 +329,10 @@ type registration struct {
 }
 
 // registerEntity registers the metadata file a request names as a table
-// or view: open reads it, for the request's warehouse wh. With overwrite
+// or view: open reads it, for the request's warehouse reference wr and
+// the identifier id it is registered as. With overwrite
 // (tables only), an existing table is replaced and keeps its content id.
-func (a *api) registerEntity(w http.ResponseWriter, r *http.Request, k entityKind, open func(ctx context.Context, wh *warehouse, loc string) (registration, error)) error {
+func (a *api) registerEntity(w http.ResponseWriter, r *http.Request, k entityKind, open func(ctx context.Context, wr *warehouseRef, id identifier, loc string) (registration, error)) error {
 	wr, err := a.warehouseRefOf(r)
 	if err != nil {
 		return err
@@ -359,7 +360,7 @@ func (a *api) registerEntity(w http.ResponseWriter, r *http.Request, k entityKin
 		return err
 	}
 	ctx := r.Context()
-	reg, err := open(ctx, wr.wh, metaLoc)
+	reg, err := open(ctx, wr, id, metaLoc)
 	if err != nil {
 		return badRequest("cannot register %s %s: %v", k.noun, id, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/floe-catalog/floe/policy"
@@ -181,10 +182,31 @@ func delegationAsked(r *http.Request, mechanism string) bool {
 	return false
 }
 
+// javaClientAtLeast reports whether the request comes from the Iceberg
+// Java client of version major.minor or later, which names itself in
+// X-Client-Version ("Apache Iceberg 1.12.0 (commit 1a2b3c)").
+func javaClientAtLeast(r *http.Request, major, minor int) bool {
+	v, ok := strings.CutPrefix(r.Header.Get("X-Client-Version"), "Apache Iceberg ")
+	if !ok {
+		return false
+	}
+	v, _, _ = strings.Cut(v, " ")
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	maj, err1 := strconv.Atoi(parts[0])
+	mnr, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return maj > major || maj == major && mnr >= minor
+}
+
 // Config keys that tell clients of each generation to sign remotely.
 const (
 	cfgRemoteSigningEnabled = "s3.remote-signing-enabled" // Java S3FileIO, iceberg-go
-	cfgSignerEndpoint       = "signer.endpoint"           // Java 1.11+ (required by 1.12)
+	cfgSignerEndpoint       = "signer.endpoint"           // Java 1.11 (deprecated by 1.12)
 	cfgSignerURI            = "signer.uri"
 	cfgS3SignerEndpoint     = "s3.signer.endpoint" // Java 1.5 to 1.10, PyIceberg
 	cfgS3SignerURI          = "s3.signer.uri"
@@ -211,11 +233,20 @@ func (a *api) tableConfig(r *http.Request, wr *warehouseRef, id identifier) ([]b
 	endpoint := "v1/" + escapePrefix(wr.spec) + "/namespaces/" + url.PathEscape(strings.Join(id.Namespace, namespaceSeparator)) +
 		"/tables/" + url.PathEscape(id.Name) + "/sign"
 	cfg[cfgRemoteSigningEnabled] = "true"
-	cfg[cfgSignerEndpoint] = endpoint
 	cfg[cfgS3SignerEndpoint] = endpoint
 	cfg[cfgS3Signer] = "S3V4RestSigner"
 	cfg[cfgPyIOImpl] = "pyiceberg.io.fsspec.FsspecFileIO"
+	// Java 1.12 names the table's sign route itself
+	// (rest.remote-signing.endpoint, the route floe serves) and logs a
+	// deprecation warning at every FileIO it builds when signer.endpoint
+	// or signer.uri is set; 1.11 needs them.
+	derives := javaClientAtLeast(r, 1, 12)
+	if !derives {
+		cfg[cfgSignerEndpoint] = endpoint
+	}
 	if rs.URI != "" {
+		// A signer at another address than the catalog's can be named
+		// to 1.12 only by the deprecated key.
 		cfg[cfgSignerURI] = rs.URI
 		cfg[cfgS3SignerURI] = rs.URI
 	}

@@ -412,6 +412,72 @@ func TestS3RemoteSigning(t *testing.T) {
 			t.Fatalf("load with delegation: %d, config %s", status, body[bytes.LastIndex(body, []byte(`"config"`)):])
 		}
 	})
+
+	t.Run("Java 1.12 derives the sign route itself", func(t *testing.T) {
+		// Iceberg 1.12 computes rest.remote-signing.endpoint (this same
+		// route) and warns that signer.endpoint is deprecated; 1.11 and
+		// other clients still get it.
+		for _, tc := range []struct {
+			version string
+			want    bool
+		}{
+			{"Apache Iceberg 1.12.0 (commit 0123abc)", false},
+			{"Apache Iceberg 2.0.0-SNAPSHOT (commit 0123abc)", false},
+			{"Apache Iceberg 1.11.0 (commit 0123abc)", true},
+			{"PyIceberg 0.12", true},
+			{"", true},
+		} {
+			status, body, _ := l.call("alice", http.MethodGet, "/v1/"+url.PathEscape(branch)+"/namespaces/ns/tables/t1", nil,
+				"X-Iceberg-Access-Delegation", "remote-signing", "X-Client-Version", tc.version)
+			cfg := configOf(t, status, body)
+			if _, got := cfg["signer.endpoint"]; got != tc.want || cfg["s3.signer.endpoint"] != endpoint || cfg["s3.remote-signing-enabled"] != "true" {
+				t.Errorf("client %q: config %v, want signer.endpoint %v", tc.version, cfg, tc.want)
+			}
+		}
+	})
+
+	t.Run("registerTable answers with the signing config", func(t *testing.T) {
+		status, body, _ := l.call("alice", http.MethodGet, "/v1/"+url.PathEscape(branch)+"/namespaces/ns/tables/t2", nil)
+		var loaded struct {
+			MetadataLocation string `json:"metadata-location"`
+		}
+		if err := json.Unmarshal(body, &loaded); status != 200 || err != nil {
+			t.Fatalf("load t2: %d %v %s", status, err, body)
+		}
+		register := map[string]any{"name": "t3", "metadata-location": loaded.MetadataLocation}
+		status, body, _ = l.call("alice", http.MethodPost, "/v1/"+url.PathEscape(branch)+"/namespaces/ns/register", register,
+			"X-Iceberg-Access-Delegation", "remote-signing")
+		cfg := configOf(t, status, body)
+		want := strings.Replace(endpoint, "/t1/", "/t3/", 1)
+		if cfg["s3.signer.endpoint"] != want || cfg["signer.endpoint"] != want || cfg["s3.remote-signing-enabled"] != "true" {
+			t.Fatalf("register with delegation: config %v, want the signer at %s", cfg, want)
+		}
+		if _, ok := cfg["s3.access-key-id"]; ok {
+			t.Fatal("register hands out floe's keys")
+		}
+		// t3's route signs its files (t2's location, which t3 shares).
+		if f, s, out := l.signed("alice", want, http.MethodGet, l.uriOf(t2+"/data/f.parquet"), nil, nil); f != 200 || s != 200 {
+			t.Fatalf("t3's signed get: floe %d, S3 %d: %s", f, s, out)
+		}
+		// Without delegation, no signer.
+		register["name"] = "t4"
+		status, body, _ = l.call("alice", http.MethodPost, "/v1/"+url.PathEscape(branch)+"/namespaces/ns/register", register)
+		if cfg := configOf(t, status, body); cfg["s3.remote-signing-enabled"] != "" {
+			t.Fatalf("register without delegation: config %v", cfg)
+		}
+	})
+}
+
+// configOf is the config of a LoadTableResult answered with status 200.
+func configOf(t *testing.T, status int, body []byte) map[string]string {
+	t.Helper()
+	var res struct {
+		Config map[string]string `json:"config"`
+	}
+	if err := json.Unmarshal(body, &res); status != http.StatusOK || err != nil {
+		t.Fatalf("status %d, %v: %s", status, err, body)
+	}
+	return res.Config
 }
 
 func between(s, open, close string) string {

@@ -262,7 +262,7 @@ func (a *api) unregisterTable(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) registerTable(w http.ResponseWriter, r *http.Request) error {
-	return a.registerEntity(w, r, tableKind, func(ctx context.Context, wh *warehouse, loc string) (registration, error) {
+	return a.registerEntity(w, r, tableKind, func(ctx context.Context, wr *warehouseRef, id identifier, loc string) (registration, error) {
 		file, err := a.readTableMetadata(ctx, loc)
 		if err != nil {
 			return registration{}, err
@@ -279,8 +279,9 @@ func (a *api) registerTable(w http.ResponseWriter, r *http.Request) error {
 			location:       file.Location,
 			entityLocation: file.Metadata.Location(),
 			content:        func(contentID string) *versionstore.Content { return icebergtable.TableContent(contentID, file) },
-			// No signing config here: the next loadTable hands it out.
-			reply: metadataReply(file.Location, body, wh.clientConfigJSON).withETag(etag(file.Location, "all")),
+			// The config of a loadTable answer, signing included: an
+			// engine writes to the table it registered with this answer.
+			reply: a.tableReply(r, wr, id, file.Location, body).withETag(etag(file.Location, "all")),
 		}, nil
 	})
 }

@@ -60,7 +60,7 @@ func TestS3StageCreateHandsOutClientConfig(t *testing.T) {
 		}
 		e.ok(http.MethodPost, "/v1/lake/namespaces/sales/tables", createTableBody("orders", `,"stage-create":true`), http.StatusOK, &res)
 		want := map[string]string{
-			"s3.endpoint": endpoint, "s3.region": "us-east-1",
+			"s3.endpoint": endpoint, "s3.region": "us-east-1", "client.region": "us-east-1",
 			"s3.path-style-access": "true", "s3.force-virtual-addressing": "false",
 		}
 		if creds {

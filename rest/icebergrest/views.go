@@ -207,7 +207,7 @@ func (a *api) renameView(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) registerView(w http.ResponseWriter, r *http.Request) error {
-	return a.registerEntity(w, r, viewKind, func(ctx context.Context, _ *warehouse, loc string) (registration, error) {
+	return a.registerEntity(w, r, viewKind, func(ctx context.Context, _ *warehouseRef, _ identifier, loc string) (registration, error) {
 		file, err := a.readViewMetadata(ctx, loc)
 		if err != nil {
 			return registration{}, err
