@@ -13,7 +13,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/floe-catalog/floe/internal/apidoc"
 	"github.com/floe-catalog/floe/lease"
 	"github.com/floe-catalog/floe/mergeengine"
 	"github.com/floe-catalog/floe/versionstore"
@@ -256,7 +255,9 @@ func (q *Queue) load(ctx context.Context) error {
 			continue
 		}
 		next := cloneRequest(e.req)
-		q.transition(next, StateQueued, "", "floe restarted while the request was being validated; its candidate never landed, so it is queued again", q.principal, "")
+		if err := q.transition(next, StateQueued, "", "floe restarted while the request was being validated; its candidate never landed, so it is queued again", q.principal, ""); err != nil {
+			return fmt.Errorf("merge queue: requeue %s: %w", e.req.ID, err)
+		}
 		if err := q.persist(ctx, e, next); err != nil {
 			return fmt.Errorf("merge queue: requeue %s: %w", e.req.ID, err)
 		}
@@ -313,16 +314,6 @@ func (q *Queue) refresh(ctx context.Context) error {
 	}
 	q.updateDepth()
 	return nil
-}
-
-// transition sets r's state and appends the change to its audit trail.
-func (q *Queue) transition(r *Request, to, code, reason, principal, candidate string) {
-	now := q.clock()
-	r.Audit = append(r.Audit, apidoc.MergeRequestChange{At: now, From: r.State, To: to, Reason: reason, Principal: principal, Candidate: candidate})
-	r.State, r.Reason, r.ReasonCode = to, reason, code
-	if Final(to) {
-		r.EndedAt = &now
-	}
 }
 
 // persist writes next as e's new value, by compare-and-swap on the bytes
@@ -482,7 +473,9 @@ func (q *Queue) Submit(ctx context.Context, s SubmitRequest) (*Request, bool, er
 		Tables: slices.Clone(s.Tables), Priority: s.Priority, RequiredChecks: checks, IdempotencyKey: s.IdempotencyKey,
 		Message: s.Message, Principal: s.Principal, Class: class, EnqueuedAt: q.clock(),
 	}
-	q.transition(r, StateQueued, "", "enqueued", s.Principal, "")
+	if err := q.transition(r, StateQueued, "", "enqueued", s.Principal, ""); err != nil {
+		return nil, false, err
+	}
 	raw := encodeRequest(r)
 	err = q.store.PutRecord(ctx, versionstore.Record{Key: recordKey(id), Value: raw, If: &versionstore.RecordCondition{Exists: false}})
 	if errors.Is(err, versionstore.ErrRecordConflict) && q.leases != nil {
@@ -582,8 +575,7 @@ func (q *Queue) Cancel(ctx context.Context, id, principal, reason string) (*Requ
 		if Final(r.State) {
 			return fmt.Errorf("%w: request %s is %s", ErrState, id, r.State)
 		}
-		q.transition(r, StateCancelled, "cancelled", reason, principal, "")
-		return nil
+		return q.transition(r, StateCancelled, "cancelled", reason, principal, "")
 	})
 }
 
@@ -600,8 +592,7 @@ func (q *Queue) Approve(ctx context.Context, id, principal, reason string) (*Req
 			return fmt.Errorf("%w: request %s is %s, not in review", ErrState, id, r.State)
 		}
 		r.Approved = true
-		q.transition(r, StateQueued, "", reason, principal, "")
-		return nil
+		return q.transition(r, StateQueued, "", reason, principal, "")
 	})
 	if err == nil {
 		q.notify(r.Target)
@@ -618,8 +609,7 @@ func (q *Queue) Reject(ctx context.Context, id, principal, reason string) (*Requ
 		if r.State != StateReview {
 			return fmt.Errorf("%w: request %s is %s, not in review", ErrState, id, r.State)
 		}
-		q.transition(r, StateRejected, "rejected", reason, principal, "")
-		return nil
+		return q.transition(r, StateRejected, "rejected", reason, principal, "")
 	})
 }
 

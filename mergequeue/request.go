@@ -22,30 +22,6 @@ type Request = apidoc.MergeRequest
 // Report is the queue's summary (Queue.Report).
 type Report = apidoc.MergeQueueReport
 
-// The states of a request. queued → validating → merged is the way of a
-// request that lands; validating → failed when a merge or a check refuses
-// it; queued → review when it changes a table's structure, then back to
-// queued (approved) or rejected; cancelled from any state before merged.
-// merged, failed, cancelled and rejected are final.
-const (
-	StateQueued     = "queued"
-	StateValidating = "validating"
-	StateReview     = "review"
-	StateMerged     = "merged"
-	StateFailed     = "failed"
-	StateCancelled  = "cancelled"
-	StateRejected   = "rejected"
-)
-
-// Final reports whether a state is final.
-func Final(state string) bool {
-	switch state {
-	case StateMerged, StateFailed, StateCancelled, StateRejected:
-		return true
-	}
-	return false
-}
-
 // The classifications of a request: the heaviest of its tables'.
 const (
 	ClassFastForward = "fast-forward"

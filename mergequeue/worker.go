@@ -344,7 +344,9 @@ func (q *Queue) take(ctx context.Context, target string) ([]string, error) {
 		} else if q.aged(r, now) {
 			why = "taken by the worker alone: it waited past the age limit"
 		}
-		q.transition(next, StateValidating, "", why, q.principal, "")
+		if err := q.transition(next, StateValidating, "", why, q.principal, ""); err != nil {
+			return nil, err
+		}
 		es, nexts = append(es, e), append(nexts, next)
 	}
 	if err := q.persistAll(ctx, es, nexts); err != nil {
@@ -750,8 +752,7 @@ func (q *Queue) toReview(ctx context.Context, id string, m *member, why string) 
 			return errRequestChanged
 		}
 		r.Classification, r.TableClasses = m.class, m.tables
-		q.transition(r, StateReview, "", "needs review: "+why, q.principal, "")
-		return nil
+		return q.transition(r, StateReview, "", "needs review: "+why, q.principal, "")
 	})
 	if err != nil && !errors.Is(err, errRequestChanged) {
 		q.logger.WarnContext(ctx, "merge queue: cannot route a request to review", "id", id, "err", err)
@@ -781,8 +782,7 @@ func (q *Queue) finish(ctx context.Context, id string, vals map[string][]apidoc.
 			return errRequestChanged
 		}
 		r.Validations = append(r.Validations, vals[id]...)
-		q.transition(r, state, code, reason, q.principal, "")
-		return nil
+		return q.transition(r, state, code, reason, q.principal, "")
 	})
 	delete(vals, id)
 	if err != nil && !errors.Is(err, errRequestChanged) {
@@ -811,13 +811,11 @@ func (q *Queue) retryAfterFault(ctx context.Context, id string, vals map[string]
 		r.Validations = append(r.Validations, vals[id]...)
 		r.Faults++
 		if r.Faults >= q.faultRetries {
-			q.transition(r, StateFailed, "fault", fmt.Sprintf("storage fault %d of %d, no more retries: %s", r.Faults, q.faultRetries, why), q.principal, "")
-			return nil
+			return q.transition(r, StateFailed, "fault", fmt.Sprintf("storage fault %d of %d, no more retries: %s", r.Faults, q.faultRetries, why), q.principal, "")
 		}
 		at := q.clock().Add(q.backoff(r.Faults))
 		r.RetryAt = &at
-		q.transition(r, StateQueued, "", fmt.Sprintf("storage fault %d of %d, retried from %s: %s", r.Faults, q.faultRetries, at.Format(time.RFC3339), why), q.principal, "")
-		return nil
+		return q.transition(r, StateQueued, "", fmt.Sprintf("storage fault %d of %d, retried from %s: %s", r.Faults, q.faultRetries, at.Format(time.RFC3339), why), q.principal, "")
 	})
 	delete(vals, id)
 	if err != nil {
@@ -846,8 +844,7 @@ func (q *Queue) requeue(ctx context.Context, ids []string, reason string) {
 			if r.State != StateValidating {
 				return errRequestChanged
 			}
-			q.transition(r, StateQueued, "", reason, q.principal, "")
-			return nil
+			return q.transition(r, StateQueued, "", reason, q.principal, "")
 		})
 	}
 }
@@ -920,7 +917,9 @@ func (q *Queue) land(ctx context.Context, target string, head versionstore.Hash,
 		if len(members) > 1 {
 			why += fmt.Sprintf(" with a batch of %d", len(members))
 		}
-		q.transition(next, StateMerged, "", why, q.principal, m.commit.String())
+		if err := q.transition(next, StateMerged, "", why, q.principal, m.commit.String()); err != nil {
+			return err
+		}
 		recs = append(recs, versionstore.Record{Key: recordKey(m.id), Value: encodeRequest(next),
 			If: &versionstore.RecordCondition{Exists: true, Value: e.raw}})
 		nexts = append(nexts, next)
