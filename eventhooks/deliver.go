@@ -44,9 +44,10 @@ type Options struct {
 	Poll time.Duration
 	// SaveEvery bounds how often a flowing subscription writes its
 	// cursor: at most once per SaveEvery, besides the writes of failed
-	// attempts and of the end. It bounds what a crash makes the
-	// receiver see twice, and the durable writes delivery adds to the
-	// store's. 0 is 1s; negative writes after every page.
+	// attempts and of the end, and within SaveEvery of a delivery. It
+	// bounds what a crash makes the receiver see twice, and the
+	// durable writes delivery adds to the store's. 0 is 1s; negative
+	// writes after every page.
 	SaveEvery time.Duration
 }
 
@@ -78,7 +79,13 @@ func New(opts Options) (*Service, error) {
 		s.source = DefaultSource
 	}
 	if s.client == nil {
-		s.client = &http.Client{}
+		// Every subscription keeps one connection open between its
+		// deliveries, however many share a receiver's host (the
+		// default transport keeps two per host, so ten subscriptions
+		// to one host would open a connection per event).
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = max(2, len(opts.Subscriptions))
+		s.client = &http.Client{Transport: t}
 	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
@@ -206,9 +213,16 @@ func (f *follower) load(ctx context.Context) error {
 	return nil
 }
 
+// unsaved reports whether the state in memory differs from the durable
+// one.
+func (f *follower) unsaved() bool {
+	raw, err := json.Marshal(f.cur)
+	return err != nil || !bytes.Equal(raw, f.durable.raw)
+}
+
 // flush writes the state in memory if it differs from the durable one.
 func (f *follower) flush(ctx context.Context) error {
-	if raw, err := json.Marshal(f.cur); err == nil && bytes.Equal(raw, f.durable.raw) {
+	if !f.unsaved() {
 		return nil
 	}
 	st, err := saveState(ctx, f.s.store, f.sub.Name, f.durable, f.cur)
@@ -223,7 +237,13 @@ func (f *follower) flush(ctx context.Context) error {
 // order, each event until it is delivered or the subscription is
 // dead-lettered on it.
 func (f *follower) round(ctx context.Context) error {
-	wctx, cancel := context.WithTimeout(ctx, f.s.poll)
+	wait := f.s.poll
+	if f.s.save > 0 && f.unsaved() {
+		// Progress is made durable within SaveEvery of being made,
+		// even when nothing follows it.
+		wait = max(min(wait, f.s.save-time.Since(f.savedAt)), time.Millisecond)
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
 	page, err := f.s.feed.Wait(wctx, changefeed.Query{After: f.cur.Cursor, Types: f.sub.Filter.Types, Limit: pageSize, Allow: allow(f.sub, f.s.decider)})
 	cancel()
 	if err != nil {
