@@ -419,13 +419,16 @@ func (q *Queue) Submit(ctx context.Context, s SubmitRequest) (*Request, bool, er
 		// A retried submit finds its request even after the source
 		// branch was merged and dropped.
 		q.mu.RLock()
+		var (
+			r   *Request
+			err error
+		)
 		e, ok := q.reqs[id]
+		if ok {
+			r, err = resubmitted(e.req, s)
+		}
 		q.mu.RUnlock()
 		if ok {
-			if e.req.Target != s.Target || e.req.Source != s.Source || !slices.Equal(e.req.Tables, s.Tables) {
-				return nil, false, fmt.Errorf("%w: key %q names request %s (%s into %s)", ErrIdempotencyMismatch, s.IdempotencyKey, id, e.req.Source, e.req.Target)
-			}
-			r, err := q.Get(id)
 			return r, false, err
 		}
 	}
@@ -462,10 +465,8 @@ func (q *Queue) Submit(ctx context.Context, s SubmitRequest) (*Request, bool, er
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if e, ok := q.reqs[id]; ok {
-		if e.req.Target != s.Target || e.req.Source != s.Source || !slices.Equal(e.req.Tables, s.Tables) {
-			return nil, false, fmt.Errorf("%w: key %q names request %s (%s into %s)", ErrIdempotencyMismatch, s.IdempotencyKey, id, e.req.Source, e.req.Target)
-		}
-		return cloneRequest(e.req), false, nil
+		r, err := resubmitted(e.req, s)
+		return r, false, err
 	}
 	q.seq++
 	r := &Request{
@@ -484,10 +485,8 @@ func (q *Queue) Submit(ctx context.Context, s SubmitRequest) (*Request, bool, er
 			if first, derr := decodeRequest(rec.Value); derr == nil {
 				q.seq--
 				q.reqs[id] = &entry{req: first, raw: rec.Value}
-				if first.Target != s.Target || first.Source != s.Source || !slices.Equal(first.Tables, s.Tables) {
-					return nil, false, fmt.Errorf("%w: key %q names request %s (%s into %s)", ErrIdempotencyMismatch, s.IdempotencyKey, id, first.Source, first.Target)
-				}
-				return cloneRequest(first), false, nil
+				r, err := resubmitted(first, s)
+				return r, false, err
 			}
 		}
 	}
@@ -498,6 +497,17 @@ func (q *Queue) Submit(ctx context.Context, s SubmitRequest) (*Request, bool, er
 	q.updateDepth()
 	q.notify(s.Target)
 	return cloneRequest(r), true, nil
+}
+
+// resubmitted answers a submit whose idempotency key names first, a
+// request already made (in this replica's memory, or written by another
+// replica first): a copy of first if the submit asks for the same merge,
+// else ErrIdempotencyMismatch. The one idempotency check of Submit.
+func resubmitted(first *Request, s SubmitRequest) (*Request, error) {
+	if first.Target != s.Target || first.Source != s.Source || !slices.Equal(first.Tables, s.Tables) {
+		return nil, fmt.Errorf("%w: key %q names request %s (%s into %s)", ErrIdempotencyMismatch, s.IdempotencyKey, first.ID, first.Source, first.Target)
+	}
+	return cloneRequest(first), nil
 }
 
 // notify wakes the worker of target.
