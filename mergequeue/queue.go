@@ -205,8 +205,8 @@ func New(ctx context.Context, o Options) (*Queue, error) {
 	}
 	if q.leases != nil {
 		// Another replica may be building candidates and validating
-		// requests now: its leftovers are the next holder's to clean
-		// (takeOver).
+		// requests now: its leftovers are the next lease holder's to
+		// clean (adopt, sweepCandidates).
 		return q, nil
 	}
 	for _, r := range q.store.ListRefs() {
