@@ -5,7 +5,8 @@ port with a fresh data directory and a file:// warehouse under pytest's
 temporary directory, and stopped with SIGINT at the end; it must exit 0.
 
 Spark runs in local mode with the Iceberg runtime jar run.sh fetched
-($ICEBERG_SPARK_JAR), bound to loopback with its UI off. Its catalogs:
+($ICEBERG_SPARK_JAR) and the AWS SDK bundle ($ICEBERG_AWS_BUNDLE_JAR),
+bound to loopback with its UI off. Its catalogs:
 `floe` on warehouse `lake` (catalog branch main) and `dev` on `lake@dev`.
 Both have Iceberg's client-side table cache off, so each statement loads the
 table from floe and sees what the other catalog (or the floe CLI) did.
@@ -56,6 +57,11 @@ def spark(floe: FloeServer, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     jar = os.environ.get("ICEBERG_SPARK_JAR")
     if not jar or not Path(jar).is_file():
         pytest.exit("ICEBERG_SPARK_JAR must name the iceberg-spark-runtime jar; run through run.sh", returncode=1)
+    # The AWS SDK for S3FileIO (test_s3_signing.py), which the runtime jar
+    # leaves out; run.sh fetches it beside the runtime.
+    bundle = os.environ.get("ICEBERG_AWS_BUNDLE_JAR")
+    if bundle and Path(bundle).is_file():
+        jar = f"{jar},{bundle}"
     scratch = tmp_path_factory.mktemp("spark")
     conf = {
         "spark.master": "local[2]",

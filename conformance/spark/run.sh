@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the Spark conformance suite against bin/floe (built by `make build`).
 # Needs python3 (3.10+) with pip, Java 17+ and Maven 3.8+ (only to fetch the
-# Iceberg runtime jar from Maven Central).
+# Iceberg runtime jar and the AWS bundle from Maven Central). Starts a
+# signature-checking moto (conformance/s3/moto.sh) for test_s3_signing.py.
 #
 # The virtualenv lives in .cache/venv-spark (.cache/venv-spark41 for
 # SPARK_LINE=4.1; git-ignored) and is (re)built only when the line's
@@ -28,8 +29,8 @@ mvn="${MVN:-mvn}"
 # publishes a runtime for Spark 4.1 only, 1.10 none for 4.1.
 spark_line="${SPARK_LINE:-4.0}"
 case "$spark_line" in
-4.0) iceberg_version=1.10.2 requirements=requirements.txt venv_name=venv-spark ;;
-4.1) iceberg_version=1.12.0 requirements=requirements-4.1.txt venv_name=venv-spark41 ;;
+4.0) iceberg_version=1.10.2 aws_bundle_version=1.10.1 requirements=requirements.txt venv_name=venv-spark ;;
+4.1) iceberg_version=1.12.0 aws_bundle_version=1.12.0 requirements=requirements-4.1.txt venv_name=venv-spark41 ;;
 *)
 	echo "spark conformance: SPARK_LINE must be 4.0 or 4.1, not $spark_line" >&2
 	exit 1
@@ -38,6 +39,12 @@ esac
 artifact="iceberg-spark-runtime-${spark_line}_2.13"
 runtime="org.apache.iceberg:$artifact:$iceberg_version"
 jar="$root/.cache/m2/org/apache/iceberg/$artifact/$iceberg_version/$artifact-$iceberg_version.jar"
+# The AWS SDK that Iceberg's S3FileIO needs (test_s3_signing.py), which the
+# runtime jar leaves out. Iceberg published no iceberg-aws-bundle 1.10.2:
+# the 1.10 line takes 1.10.1's. The bundle holds the AWS SDK and its shaded
+# dependencies only; Iceberg's S3FileIO itself is in the runtime jar.
+bundle="org.apache.iceberg:iceberg-aws-bundle:$aws_bundle_version"
+bundle_jar="$root/.cache/m2/org/apache/iceberg/iceberg-aws-bundle/$aws_bundle_version/iceberg-aws-bundle-$aws_bundle_version.jar"
 
 for tool in java "$mvn"; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
@@ -56,24 +63,52 @@ fi
 source "$here/../venv.sh"
 floe_venv "spark conformance" "$venv_name" "$here/$requirements" "pyspark is about 450 MB"
 
-if [[ ! -f "$jar" ]]; then
-	echo "spark conformance: fetching $runtime into .cache/m2"
+# fetch ARTIFACT JAR: ARTIFACT from Maven Central into .cache/m2, unless
+# JAR is there.
+fetch() {
+	[[ -f "$2" ]] && return 0
+	echo "spark conformance: fetching $1 into .cache/m2"
+	local mvn_log
 	mvn_log="$(mktemp)"
 	if ! "$mvn" -q -B -Dstyle.color=never -Dmaven.repo.local="$root/.cache/m2" \
-		org.apache.maven.plugins:maven-dependency-plugin:3.8.1:get -Dartifact="$runtime" -Dtransitive=false >"$mvn_log" 2>&1; then
+		org.apache.maven.plugins:maven-dependency-plugin:3.8.1:get -Dartifact="$1" -Dtransitive=false >"$mvn_log" 2>&1; then
 		cat "$mvn_log" >&2
 		rm -f "$mvn_log"
-		echo "spark conformance: could not fetch $runtime" >&2
+		echo "spark conformance: could not fetch $1" >&2
 		exit 1
 	fi
 	rm -f "$mvn_log"
-fi
+}
+fetch "$runtime" "$jar"
+fetch "$bundle" "$bundle_jar"
+
+# Remote signing (test_s3_signing.py) needs an S3 server that checks
+# signatures: conformance/s3/moto.sh starts moto from the PyIceberg
+# suite's virtualenv (built here if `make test` has not yet).
+spark_venv="$venv"
+floe_venv "spark conformance" venv-pyiceberg "$root/conformance/pyiceberg/requirements.txt"
+moto_python="$venv/bin/python"
+venv="$spark_venv"
+moto_logs="$(mktemp -d)"
+moto_signing_pid=""
+cleanup() {
+	if [[ -n "$moto_signing_pid" ]]; then
+		kill "$moto_signing_pid" 2>/dev/null || true
+		wait "$moto_signing_pid" 2>/dev/null || true
+	fi
+	rm -rf "$moto_logs"
+}
+trap cleanup EXIT
+# shellcheck source=../s3/moto.sh
+source "$root/conformance/s3/moto.sh"
+floe_moto_signing "spark conformance" "$moto_python" "$moto_logs"
+export FLOE_TEST_S3_PYTHON="$moto_python"
 
 # No bytecode or pytest cache inside the source tree; pyspark uses the venv's
 # interpreter for its Python workers.
 export PYTHONDONTWRITEBYTECODE=1
 export PYSPARK_PYTHON="$venv/bin/python" PYSPARK_DRIVER_PYTHON="$venv/bin/python"
-export ICEBERG_SPARK_JAR="$jar"
+export ICEBERG_SPARK_JAR="$jar" ICEBERG_AWS_BUNDLE_JAR="$bundle_jar"
 export FLOE_BIN="${FLOE_BIN:-$root/bin/floe}"
 cd "$root"
 # pytest's exit codes: 0 all passed, 1 some failed, 5 nothing collected.
