@@ -54,6 +54,9 @@ type Options struct {
 // pageSize is how many events one read of the feed hands a subscription.
 const pageSize = 100
 
+// minWait is the shortest a read of the feed may wait for events.
+const minWait = 100 * time.Millisecond
+
 // Service delivers the change feed to the configured subscriptions.
 type Service struct {
 	store   *versionstore.Store
@@ -169,6 +172,8 @@ func (s *Service) follow(ctx context.Context, sub *Subscription) {
 		case errors.Is(err, changefeed.ErrDraining):
 			<-ctx.Done() // the process is shutting down
 		case err != nil:
+			// What was delivered stays delivered: the state in memory is
+			// kept, and written with the next flush.
 			f.failed(ctx, "delivering", err)
 		}
 	}
@@ -176,17 +181,18 @@ func (s *Service) follow(ctx context.Context, sub *Subscription) {
 	if f.durable != nil {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_ = f.flush(wctx)
+		if err := f.flush(wctx); err != nil {
+			f.s.logger.WarnContext(wctx, "event webhook: the last deliveries' cursor is not written; they will be delivered again",
+				"subscription", f.sub.Name, "cursor", f.cur.Cursor.String(), "err", err)
+		}
 	}
 }
 
-// failed logs err and waits a poll interval before the state is read
-// again.
+// failed logs err and waits a poll interval before trying again.
 func (f *follower) failed(ctx context.Context, doing string, err error) {
 	if ctx.Err() == nil {
 		f.s.logger.WarnContext(ctx, "event webhook: "+doing+" failed; trying again", "subscription", f.sub.Name, "err", err)
 	}
-	f.durable = nil
 	sleep(ctx, f.s.poll)
 }
 
@@ -241,11 +247,24 @@ func (f *follower) round(ctx context.Context) error {
 	if f.s.save > 0 && f.unsaved() {
 		// Progress is made durable within SaveEvery of being made,
 		// even when nothing follows it.
-		wait = max(min(wait, f.s.save-time.Since(f.savedAt)), time.Millisecond)
+		due := f.s.save - time.Since(f.savedAt)
+		if due <= 0 {
+			if err := f.flush(ctx); err != nil {
+				return err
+			}
+		} else {
+			wait = min(wait, due)
+		}
 	}
+	// The wait's deadline also bounds the reads of the page that ends
+	// it: keep it long enough for them.
+	wait = max(wait, minWait)
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	page, err := f.s.feed.Wait(wctx, changefeed.Query{After: f.cur.Cursor, Types: f.sub.Filter.Types, Limit: pageSize, Allow: allow(f.sub, f.s.decider)})
 	cancel()
+	if err != nil && errors.Is(wctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && !errors.Is(err, changefeed.ErrDraining) {
+		return nil // the deadline came while a page was read: read it again
+	}
 	if err != nil {
 		return err
 	}
