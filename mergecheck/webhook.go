@@ -10,13 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/floe-catalog/floe/internal/backoff"
 )
 
 // ExternalCheck configures one external required check: a webhook that
@@ -144,7 +145,7 @@ func (v *Validator) runWebhook(ctx context.Context, cfg ExternalCheck, s *Summar
 	if err != nil {
 		return res, fmt.Errorf("encode the payload of check %s: %w", cfg.Name, err)
 	}
-	timeout, retries, backoff := cfg.Timeout, cfg.Retries, cfg.Backoff
+	timeout, retries, base := cfg.Timeout, cfg.Retries, cfg.Backoff
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
@@ -154,8 +155,8 @@ func (v *Validator) runWebhook(ctx context.Context, cfg ExternalCheck, s *Summar
 	case retries < 0:
 		retries = 0
 	}
-	if backoff <= 0 {
-		backoff = DefaultBackoff
+	if base <= 0 {
+		base = DefaultBackoff
 	}
 	sig := Sign(cfg.Secret, body)
 	var why []string
@@ -176,12 +177,9 @@ func (v *Validator) runWebhook(ctx context.Context, cfg ExternalCheck, s *Summar
 			res.Reason = fmt.Sprintf("no verdict after %d attempt(s): %s", attempt+1, strings.Join(why, "; "))
 			return res, nil
 		}
-		d := min(MaxBackoff, backoff<<attempt)
-		d = d/2 + rand.N(d/2+1) // jitter: retries of many candidates spread out
-		select {
-		case <-ctx.Done():
-			return res, fmt.Errorf("check %s: %w", cfg.Name, ctx.Err())
-		case <-time.After(d):
+		// Jitter: retries of many candidates spread out.
+		if err := (backoff.Policy{Base: base, Max: MaxBackoff}).Wait(ctx, attempt+1); err != nil {
+			return res, fmt.Errorf("check %s: %w", cfg.Name, err)
 		}
 	}
 }

@@ -3,11 +3,10 @@ package icebergrest
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net/http"
-	"time"
 
 	"github.com/floe-catalog/floe/icebergtable"
+	"github.com/floe-catalog/floe/internal/backoff"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -97,23 +96,16 @@ func findConflict(ce *versionstore.ConflictError, types ...versionstore.Conflict
 // retry=true when another writer changed what it read; after the last
 // attempt that error is returned as is.
 func (a *api) retry(ctx context.Context, op string, attempt func(n int) (retry bool, err error)) error {
-	pause := a.backoff
+	// Jitter spreads writers that collided so they do not collide again.
+	pause := backoff.Policy{Base: a.backoff, Max: 32 * a.backoff}
 	for n := 0; ; n++ {
 		again, err := attempt(n)
 		if !again || n >= a.retries {
 			return err
 		}
 		a.metrics.retries.WithLabelValues(op).Inc()
-		// Jitter spreads writers that collided so they do not collide again.
-		t := time.NewTimer(pause/2 + rand.N(pause))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		if pause < 32*a.backoff {
-			pause *= 2
+		if err := pause.Wait(ctx, n+1); err != nil {
+			return err
 		}
 	}
 }

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/floe-catalog/floe/internal/backoff"
 	"github.com/floe-catalog/floe/versionstore/backend"
 )
 
@@ -38,18 +38,11 @@ func retryable(err error) bool {
 	return pgErr.Code == codeSerializationFailure || pgErr.Code == codeDeadlockDetected
 }
 
-// pause sleeps before the n-th retry (n from 1): random up to 1ms·2^(n-1),
-// at most 128ms, so that contending transactions fall out of step.
+// pause sleeps before the n-th retry (n from 1) of a transaction the
+// database aborted: 0.5 to 1 ms at first, doubling up to 64 to 128 ms, so
+// that contending transactions fall out of step.
 func pause(ctx context.Context, n int) error {
-	d := rand.N(time.Millisecond << min(n-1, 7))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return backoff.Policy{Base: time.Millisecond, Max: 128 * time.Millisecond}.Wait(ctx, n)
 }
 
 // withRetry runs a read until it succeeds, fails for a reason other than a
