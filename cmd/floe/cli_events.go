@@ -52,7 +52,63 @@ func newEventsCommand() *cobra.Command {
 	tf.StringSliceVar(&q.Types, "types", nil, "only events of these types, e.g. table.*,merge (repeatable)")
 	tf.BoolVar(&follow, "follow", true, "wait for new events; --follow=false stops at the end of the feed")
 	cmd.AddCommand(tail)
+
+	cmd.AddCommand(&cobra.Command{
+		Use:   "webhooks",
+		Short: "The webhook subscriptions (floe serve --event-webhooks) and their delivery state",
+		Long: "One line per subscription: name, status (active or dead-letter), the\n" +
+			"cursor delivered up to, events delivered, and for an event being retried\n" +
+			"or dead-lettered its id, type, ref, attempts and last error.",
+		Args: cobra.NoArgs,
+		RunE: f.runFloe(func(ctx context.Context, cl *floeclient.Client, out io.Writer, _ []string) error {
+			hooks, err := cl.Webhooks(ctx)
+			if err != nil {
+				return err
+			}
+			if f.json {
+				return writeJSON(out, hooks)
+			}
+			for _, h := range hooks {
+				fmt.Fprintln(out, describeWebhook(h))
+			}
+			return nil
+		}),
+	})
+	var skip bool
+	resume := &cobra.Command{
+		Use:   "resume NAME",
+		Short: "Resume a dead-lettered webhook subscription",
+		Long: "Delivery starts again with the dead-lettered event and fresh attempts, or\n" +
+			"with --skip after it (that event is then never delivered).",
+		Args: cobra.ExactArgs(1),
+		RunE: f.runFloe(func(ctx context.Context, cl *floeclient.Client, out io.Writer, args []string) error {
+			h, err := cl.ResumeWebhook(ctx, args[0], skip)
+			if err != nil {
+				return err
+			}
+			if f.json {
+				return writeJSON(out, h)
+			}
+			fmt.Fprintln(out, describeWebhook(*h))
+			return nil
+		}),
+	}
+	resume.Flags().BoolVar(&skip, "skip", false, "resume after the dead-lettered event instead of with it")
+	cmd.AddCommand(resume)
 	return cmd
+}
+
+// describeWebhook is one subscription on one line.
+func describeWebhook(h floeclient.Webhook) string {
+	st := h.State
+	if st == nil {
+		return fmt.Sprintf("%s\tnot started\t%s", h.Name, h.URL)
+	}
+	line := fmt.Sprintf("%s\t%s\tcursor %s\t%d delivered\t%s", h.Name, st.Status, st.Cursor, st.Delivered, h.URL)
+	if st.Pending != "" {
+		line += fmt.Sprintf("\tpending %s %s on %s after %d attempt(s): %s", st.Pending, st.PendingType, st.PendingRef, st.Attempts, st.LastError)
+	}
+	return line
 }
 
 // tailEvents prints pages of events until the feed's end (follow false) or

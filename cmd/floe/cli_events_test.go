@@ -3,9 +3,13 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -60,4 +64,56 @@ func TestCLIEventsTail(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("events tail printed nothing within 20s")
 	}
+}
+
+// TestCLIEventWebhooks: `floe serve --event-webhooks FILE` delivers to a
+// receiver that refuses everything; `floe events webhooks` shows the
+// subscription dead-lettered, and `floe events resume --skip` puts it
+// back to work.
+func TestCLIEventWebhooks(t *testing.T) {
+	var mu sync.Mutex
+	var attempts int
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		attempts++
+		mu.Unlock()
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer rcv.Close()
+	dir := t.TempDir()
+	hooks := filepath.Join(dir, "hooks.json")
+	if err := os.WriteFile(hooks, []byte(`{"subscriptions": [{"name": "hook", "url": "`+rcv.URL+`", "secretEnv": "HOOK_SECRET",
+		"principal": "svc", "start": "beginning", "backoff": "10ms", "maxAttempts": 2}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startServe(t, []string{"HOOK_SECRET=s3cret"}, "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
+		"--warehouse", filepath.Join(dir, "warehouse"), "--event-webhooks", hooks)
+	e := &cliEnv{t: t, addr: p.addr, http: &http.Client{Timeout: 10 * time.Second}}
+	deadline := time.Now().Add(30 * time.Second)
+	var out string
+	for {
+		out = e.ok(t, "events", "webhooks")
+		if strings.Contains(out, "dead-letter") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("floe events webhooks: %q", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(out, "hook\tdead-letter\tcursor 0\t0 delivered") || !strings.Contains(out, "branch.created on main after 2 attempt(s)") ||
+		!strings.Contains(out, "status 503") {
+		t.Fatalf("floe events webhooks: %q", out)
+	}
+	mu.Lock()
+	if attempts != 2 {
+		t.Errorf("the receiver got %d attempts; want 2, then none while dead-lettered", attempts)
+	}
+	mu.Unlock()
+	out = e.ok(t, "events", "resume", "hook", "--skip")
+	if !strings.Contains(out, "hook\tactive\tcursor 1") {
+		t.Fatalf("floe events resume --skip: %q", out)
+	}
+	e.fails(t, []string{"events", "resume", "hook"}, "not dead-lettered")
+	e.fails(t, []string{"events", "resume", "nope"}, "no such webhook subscription")
 }
