@@ -180,10 +180,16 @@ func (f *Feed) Read(ctx context.Context, q Query) (*Page, error) {
 // Wait is Read that, when nothing is there for the reader yet, waits for
 // the log to grow and reads again, until it has events or ctx ends; then
 // it returns the page it has (empty, with Next moved past what it passed
-// over) and no error. It returns ErrDraining once Drain was called.
+// over) and no error. ctx's end is the long poll's deadline, whenever it
+// comes: a read it cuts short is an empty answer resuming where that read
+// began, never an error (on a loaded store the deadline often falls in a
+// read). It returns ErrDraining once Drain was called.
 func (f *Feed) Wait(ctx context.Context, q Query) (*Page, error) {
 	for {
 		page, err := f.Read(ctx, q)
+		if err != nil && ctx.Err() != nil {
+			return &Page{Next: q.After}, nil
+		}
 		if err != nil || len(page.Events) > 0 {
 			return page, err
 		}
