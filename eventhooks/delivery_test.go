@@ -306,3 +306,49 @@ func metric(t *testing.T, reg *prometheus.Registry, name string, want map[string
 	}
 	return 0
 }
+
+// TestRetriesSurviveRestart: the attempts at a failing event are written
+// with the cursor, so a restarted deliverer goes on counting them (and
+// keeps the backoff) instead of starting over.
+func TestRetriesSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	rcv := newReceiver(t)
+	rcv.status = func(int) int { return http.StatusBadGateway }
+	sub := subscription("restarted", rcv.srv.URL)
+	sub.MaxAttempts, sub.Backoff, sub.MaxBackoff = 5, 50*time.Millisecond, 50*time.Millisecond
+	start := func() (*eventhooks.Service, func()) {
+		feed := changefeed.New(s, changefeed.Options{PollInterval: 5 * time.Millisecond})
+		svc, err := eventhooks.New(eventhooks.Options{Store: s, Feed: feed, Poll: 50 * time.Millisecond, Subscriptions: []eventhooks.Subscription{sub}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return svc, runService(t, svc)
+	}
+	commit(t, s, "main", "a")
+	svc, stop := start()
+	waitFor(t, 10*time.Second, "two failed attempts written", func() bool {
+		st, err := svc.Status(t.Context(), sub.Name)
+		return err == nil && st.State != nil && st.State.Attempts >= 2
+	})
+	stop()
+	st, _ := svc.Status(t.Context(), sub.Name)
+	before := st.State.Attempts
+	rcv.mu.Lock()
+	sent := rcv.requests
+	rcv.mu.Unlock()
+	// An attempt the stop interrupted is not counted.
+	if sent != before && sent != before+1 {
+		t.Fatalf("%d requests sent, %d attempts written", sent, before)
+	}
+	svc, _ = start()
+	waitFor(t, 10*time.Second, "dead letter", func() bool {
+		st, err := svc.Status(t.Context(), sub.Name)
+		return err == nil && st.State.Status == eventhooks.StatusDeadLetter
+	})
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if rcv.requests != sub.MaxAttempts+sent-before {
+		t.Fatalf("%d attempts in all across the restart; want %d (%d interrupted by the stop)", rcv.requests, sub.MaxAttempts+sent-before, sent-before)
+	}
+}
