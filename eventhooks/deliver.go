@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/floe-catalog/floe/changefeed"
+	"github.com/floe-catalog/floe/internal/backoff"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -354,11 +354,7 @@ func (f *follower) deliver(ctx context.Context, ev *changefeed.Event) (bool, err
 // n-1 times, at most MaxBackoff, drawn from its upper half so that the
 // retries of many subscriptions spread out.
 func (f *follower) backoff(n int) time.Duration {
-	d := f.sub.MaxBackoff
-	if n-1 < 32 {
-		d = min(d, f.sub.Backoff<<(n-1))
-	}
-	return d/2 + rand.N(d/2+1)
+	return backoff.Policy{Base: f.sub.Backoff, Max: f.sub.MaxBackoff}.Delay(n)
 }
 
 // maxAnswerBytes bounds what is read of a receiver's answer.
