@@ -1,18 +1,18 @@
 package changefeed_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/floe-catalog/floe/changefeed"
+	"github.com/floe-catalog/floe/changefeed/feedtest"
+	"github.com/floe-catalog/floe/testkit/crashchild"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -71,11 +71,11 @@ func TestCrashResume(t *testing.T) {
 	s := openStore(t, dir, nil)
 	feed := changefeed.New(s, changefeed.Options{})
 	// The consumer resumes once more, in this process, and reads the rest.
-	rest := readAll(t, feed, cursor)
+	rest := feedtest.ReadAll(t, feed, cursor)
 	for _, ev := range rest {
 		seen = append(seen, seenEvent{id: ev.ID, typ: string(ev.Type), ref: ev.Ref, commit: ev.Commit})
 	}
-	full := readAll(t, feed, changefeed.Start)
+	full := feedtest.ReadAll(t, feed, changefeed.Start)
 	if len(seen) != len(full) {
 		t.Errorf("the consumer saw %d events; the feed has %d", len(seen), len(full))
 	}
@@ -104,56 +104,13 @@ type seenEvent struct {
 	typ, ref, commit string
 }
 
-func readAll(t *testing.T, feed *changefeed.Feed, after changefeed.Cursor) []changefeed.Event {
-	t.Helper()
-	var out []changefeed.Event
-	for {
-		page, err := feed.Read(t.Context(), changefeed.Query{After: after, Limit: changefeed.MaxLimit})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, page.Events...)
-		if page.Next == after {
-			return out
-		}
-		after = page.Next
-	}
-}
-
 const crashChildEnv = "FLOE_CHANGEFEED_CRASH_CHILD"
 
 // runCrashChild runs one child on dir until it is killed after life, and
 // returns the complete lines it printed.
 func runCrashChild(t *testing.T, dir string, cursor changefeed.Cursor, cycle int, life time.Duration) []string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%d", crashChildEnv, dir, cursor, cycle))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r := bufio.NewReader(out)
-		for {
-			l, err := r.ReadString('\n')
-			if err != nil {
-				return // a torn last line is dropped: it was never printed whole
-			}
-			lines = append(lines, strings.TrimSuffix(l, "\n"))
-		}
-	}()
-	time.Sleep(life)
-	_ = cmd.Process.Kill()
-	<-done
-	_ = cmd.Wait()
-	return lines
+	return crashchild.Run(t, "TestCrashChild", fmt.Sprintf("%s=%s|%s|%d", crashChildEnv, dir, cursor, cycle), life)
 }
 
 // TestCrashChild is the child of TestCrashResume; it does nothing unless

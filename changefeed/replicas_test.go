@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/floe-catalog/floe/changefeed"
+	"github.com/floe-catalog/floe/changefeed/feedtest"
 	"github.com/floe-catalog/floe/testkit/pgtest"
 	"github.com/floe-catalog/floe/versionstore"
 	"github.com/floe-catalog/floe/versionstore/pgbackend"
@@ -119,7 +120,7 @@ func TestReplicasShareOneFeed(t *testing.T) {
 		}
 	}
 	for i := range feeds {
-		full := readAll(t, feeds[i], changefeed.Start)
+		full := feedtest.ReadAll(t, feeds[i], changefeed.Start)
 		if len(full) != len(followed) {
 			t.Fatalf("replica %d reads %d events; the consumer followed %d", i, len(full), len(followed))
 		}

@@ -1,20 +1,20 @@
 package eventhooks_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/floe-catalog/floe/changefeed"
+	"github.com/floe-catalog/floe/changefeed/feedtest"
 	"github.com/floe-catalog/floe/eventhooks"
+	"github.com/floe-catalog/floe/testkit/crashchild"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -79,7 +79,7 @@ func TestCrashDelivery(t *testing.T) {
 	})
 	stop()
 
-	full := readAll(t, feed, changefeed.Start)
+	full := feedtest.ReadAll(t, feed, changefeed.Start)
 	index := map[string]int{}
 	for i, ev := range full {
 		index[ev.ID.String()] = i
@@ -133,34 +133,7 @@ const crashChildEnv = "FLOE_EVENTHOOKS_CRASH_CHILD"
 // returns the complete lines it printed.
 func runCrashChild(t *testing.T, dir, url string, cycle int, life time.Duration) []string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%d", crashChildEnv, dir, url, cycle))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r := bufio.NewReader(out)
-		for {
-			l, err := r.ReadString('\n')
-			if err != nil {
-				return // a torn last line is dropped: it was never printed whole
-			}
-			lines = append(lines, strings.TrimSuffix(l, "\n"))
-		}
-	}()
-	time.Sleep(life)
-	_ = cmd.Process.Kill()
-	<-done
-	_ = cmd.Wait()
-	return lines
+	return crashchild.Run(t, "TestCrashChild", fmt.Sprintf("%s=%s|%s|%d", crashChildEnv, dir, url, cycle), life)
 }
 
 // TestCrashChild is the child of TestCrashDelivery; it does nothing

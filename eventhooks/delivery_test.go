@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/floe-catalog/floe/changefeed"
+	"github.com/floe-catalog/floe/changefeed/feedtest"
 	"github.com/floe-catalog/floe/eventhooks"
 	"github.com/floe-catalog/floe/policy"
 )
@@ -43,7 +44,7 @@ func TestDeliversEveryEventInOrderSigned(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	want := readAll(t, feed, changefeed.Start)
+	want := feedtest.ReadAll(t, feed, changefeed.Start)
 	waitFor(t, 30*time.Second, "every event delivered", func() bool { return len(rcv.deliveries()) >= len(want) })
 	got := rcv.deliveries()
 	if len(got) != len(want) {
@@ -143,7 +144,7 @@ func TestFiltersAndPolicy(t *testing.T) {
 	}
 	runService(t, svc)
 	var want []string
-	for _, ev := range readAll(t, feed, changefeed.Start) {
+	for _, ev := range feedtest.ReadAll(t, feed, changefeed.Start) {
 		if strings.HasPrefix(ev.Ref, "etl/") && ev.Type == changefeed.NamespaceCreated && ev.Content.Key[0] == "keep" {
 			want = append(want, ev.ID.String())
 		}
@@ -202,7 +203,7 @@ func TestBackoffDeadLetterResume(t *testing.T) {
 		return err == nil && st.State != nil && st.State.Status == eventhooks.StatusDeadLetter
 	})
 	st, _ := svc.Status(t.Context(), sub.Name)
-	all := readAll(t, feed, changefeed.Start)
+	all := feedtest.ReadAll(t, feed, changefeed.Start)
 	if st.State.Pending != all[0].ID || st.State.Attempts != 4 || !strings.Contains(st.State.LastError, "503") || st.State.Cursor != changefeed.Start {
 		t.Fatalf("state %+v; want the first event %s pending after 4 attempts, cursor at the start", st.State, all[0].ID)
 	}
@@ -266,7 +267,7 @@ func TestBackoffDeadLetterResume(t *testing.T) {
 	}
 	skipped := st.State.Cursor
 	commit(t, s, "main", "d")
-	rest := readAll(t, feed, skipped)
+	rest := feedtest.ReadAll(t, feed, skipped)
 	waitFor(t, 10*time.Second, "delivery after the skipped event", func() bool { return len(rcv.deliveries()) == len(all)+len(rest) })
 	for i, d := range rcv.deliveries()[len(all):] {
 		if d.ce.ID != rest[i].ID.String() {

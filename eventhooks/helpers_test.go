@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floe-catalog/floe/changefeed"
 	"github.com/floe-catalog/floe/eventhooks"
 	"github.com/floe-catalog/floe/versionstore"
 	"github.com/floe-catalog/floe/versionstore/pebblebackend"
@@ -61,23 +60,6 @@ func createBranch(t testing.TB, s *versionstore.Store, name string) {
 	}
 	if _, err := s.CreateRef(context.Background(), versionstore.CreateRefRequest{Name: name, Type: versionstore.Branch, Target: r.Head, Principal: "test"}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// readAll reads the whole feed after a cursor.
-func readAll(t testing.TB, feed *changefeed.Feed, after changefeed.Cursor) []changefeed.Event {
-	t.Helper()
-	var out []changefeed.Event
-	for {
-		page, err := feed.Read(context.Background(), changefeed.Query{After: after, Limit: changefeed.MaxLimit})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, page.Events...)
-		if page.Next == after {
-			return out
-		}
-		after = page.Next
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/floe-catalog/floe/changefeed"
+	"github.com/floe-catalog/floe/changefeed/feedtest"
 	"github.com/floe-catalog/floe/eventhooks"
 	"github.com/floe-catalog/floe/lease"
 	"github.com/floe-catalog/floe/testkit/pgtest"
@@ -102,7 +103,7 @@ func TestReplicasDeliverOnce(t *testing.T) {
 	}
 	write(0)
 	feed := changefeed.New(stores[0], changefeed.Options{})
-	waitFor(t, time.Minute, "the first round delivered", func() bool { return distinct(rcv.deliveries()) >= len(readAll(t, feed, changefeed.Start)) })
+	waitFor(t, time.Minute, "the first round delivered", func() bool { return distinct(rcv.deliveries()) >= len(feedtest.ReadAll(t, feed, changefeed.Start)) })
 	mu.Lock()
 	leader := senders[0]
 	mu.Unlock()
@@ -111,7 +112,7 @@ func TestReplicasDeliverOnce(t *testing.T) {
 	stops[l]() // the leader stops; the other takes over within the lease's TTL
 	<-dones[l]
 	write(1)
-	full := readAll(t, feed, changefeed.Start)
+	full := feedtest.ReadAll(t, feed, changefeed.Start)
 	waitFor(t, time.Minute, "every event delivered", func() bool { return distinct(rcv.deliveries()) >= len(full) })
 	repeats := checkInOrder(t, full, rcv.deliveries())
 	mu.Lock()
