@@ -1,6 +1,7 @@
 # Sourced by the Python conformance suites' run.sh scripts (pyiceberg,
-# schemathesis, spark): one way to check the interpreter and to keep a
-# suite's virtualenv under .cache/.
+# duckdb, schemathesis, spark, trino, s3): one way to check the
+# interpreter, to keep a suite's virtualenv under .cache/, and to run its
+# pytest (floe_pytest, below).
 #
 # floe_venv LABEL NAME REQUIREMENTS [NOTE] makes sure $root/.cache/NAME is a
 # virtualenv with REQUIREMENTS installed, and sets venv to its path. It is
@@ -49,4 +50,33 @@ PY
 	fi
 	"${pip[@]}" install --quiet --prefer-binary --no-input -r "$requirements"
 	echo "$want" >"$stamp"
+}
+
+# floe_pytest LABEL CACHE DEFAULT_TIMEOUT runs the suite in $here with the
+# virtualenv's pytest, quietly, from $root, its cache in $root/.cache/CACHE,
+# within PYTEST_TIMEOUT seconds (default DEFAULT_TIMEOUT), and exits with
+# pytest's status: 0 all passed, 1 some failed, 5 nothing collected, 124
+# out of time; anything but 0 fails the build and is said in one line.
+# PYTEST_ARGS is split as a shell splits words, quotes included
+# (PYTEST_ARGS="-k 'operations or etl_merges'"), without evaluating it.
+floe_pytest() {
+	local label="$1" cache="$2" limit="${PYTEST_TIMEOUT:-$3}"
+	local args=() split status=0
+	if [[ -n "${PYTEST_ARGS:-}" ]]; then
+		split="$("$venv/bin/python" -c 'import shlex, sys; print("\n".join(shlex.split(sys.argv[1])))' "$PYTEST_ARGS")" || {
+			echo "$label: cannot split PYTEST_ARGS: $PYTEST_ARGS" >&2
+			exit 1
+		}
+		mapfile -t args <<<"$split"
+	fi
+	cd "$root"
+	timeout -k 60 "$limit" "$venv/bin/python" -m pytest -q -c "$here/pytest.ini" --rootdir "$here" -o cache_dir="$root/.cache/$cache" "$here" "${args[@]}" || status=$?
+	if [[ $status -eq 5 ]]; then
+		echo "$label: pytest collected no tests (exit 5)" >&2
+	elif [[ $status -eq 124 ]]; then
+		echo "$label: pytest did not finish within ${limit}s" >&2
+	elif [[ $status -ne 0 ]]; then
+		echo "$label: pytest failed (exit $status)" >&2
+	fi
+	exit "$status"
 }

@@ -22,17 +22,4 @@ floe_venv "duckdb conformance" venv-duckdb "$here/requirements.txt"
 # No bytecode or pytest cache inside the source tree.
 export PYTHONDONTWRITEBYTECODE=1
 export FLOE_BIN="${FLOE_BIN:-$root/bin/floe}"
-cd "$root"
-# pytest's exit codes: 0 all passed, 1 some failed, 5 nothing collected.
-# Anything but 0 fails the build; -q still prints the summary line.
-status=0
-# shellcheck disable=SC2086 # PYTEST_ARGS is split on purpose
-timeout -k 30 "${PYTEST_TIMEOUT:-900}" "$venv/bin/python" -m pytest -q -c "$here/pytest.ini" --rootdir "$here" -o cache_dir="$root/.cache/pytest-duckdb" "$here" ${PYTEST_ARGS:-} || status=$?
-if [[ $status -eq 5 ]]; then
-	echo "duckdb conformance: pytest collected no tests (exit 5)" >&2
-elif [[ $status -eq 124 ]]; then
-	echo "duckdb conformance: pytest did not finish within ${PYTEST_TIMEOUT:-900}s" >&2
-elif [[ $status -ne 0 ]]; then
-	echo "duckdb conformance: pytest failed (exit $status)" >&2
-fi
-exit "$status"
+floe_pytest "duckdb conformance" pytest-duckdb 900

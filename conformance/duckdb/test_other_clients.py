@@ -107,7 +107,7 @@ def test_table_merged_from_two_branches(floe: FloeServer, duck: duckdb.DuckDBPyC
     strict=True,
     raises=duckdb.InvalidInputException,
     reason="DuckDB 1.4.4 refuses the metadata of a v3 table without snapshots: floe (iceberg-go 0.7) writes "
-    "current-snapshot-id null there, as the spec's note on its encoding asks of v3 writers as Java does "
+    "current-snapshot-id null there, as the spec's note on its encoding asks of v3 writers and as Java writes it "
     "(apache/iceberg#12335), and DuckDB wants an integer. v3 tables with rows, which only Spark "
     "writes here, are read by ../spark/test_duckdb_reads.py",
 )

@@ -110,26 +110,4 @@ export PYTHONDONTWRITEBYTECODE=1
 export PYSPARK_PYTHON="$venv/bin/python" PYSPARK_DRIVER_PYTHON="$venv/bin/python"
 export ICEBERG_SPARK_JAR="$jar" ICEBERG_AWS_BUNDLE_JAR="$bundle_jar"
 export FLOE_BIN="${FLOE_BIN:-$root/bin/floe}"
-cd "$root"
-# pytest's exit codes: 0 all passed, 1 some failed, 5 nothing collected.
-# Anything but 0 fails the build; -q still prints the summary line.
-# PYTEST_ARGS is split as a shell would split it, quotes included
-# (PYTEST_ARGS="-k 'operations or etl_merges'"), without evaluating it.
-pytest_args=()
-if [[ -n "${PYTEST_ARGS:-}" ]]; then
-	split="$("$venv/bin/python" -c 'import shlex, sys; print("\n".join(shlex.split(sys.argv[1])))' "$PYTEST_ARGS")" || {
-		echo "spark conformance: cannot split PYTEST_ARGS: $PYTEST_ARGS" >&2
-		exit 1
-	}
-	mapfile -t pytest_args <<<"$split"
-fi
-status=0
-timeout -k 30 "${PYTEST_TIMEOUT:-1200}" "$venv/bin/python" -m pytest -q -c "$here/pytest.ini" --rootdir "$here" -o cache_dir="$root/.cache/pytest-${venv_name/venv-/}" "$here" "${pytest_args[@]}" || status=$?
-if [[ $status -eq 5 ]]; then
-	echo "spark conformance: pytest collected no tests (exit 5)" >&2
-elif [[ $status -eq 124 ]]; then
-	echo "spark conformance: pytest did not finish within ${PYTEST_TIMEOUT:-1200}s" >&2
-elif [[ $status -ne 0 ]]; then
-	echo "spark conformance: pytest failed (exit $status)" >&2
-fi
-exit "$status"
+floe_pytest "spark conformance" "pytest-${venv_name/venv-/}" 1200

@@ -95,24 +95,4 @@ floe_venv "trino conformance" venv-trino "$here/requirements.txt"
 export PYTHONDONTWRITEBYTECODE=1
 export TRINO_HOME="$server" TRINO_JAVA="$java"
 export FLOE_BIN="${FLOE_BIN:-$root/bin/floe}"
-cd "$root"
-# pytest's exit codes: 0 all passed, 1 some failed, 5 nothing collected.
-# Anything but 0 fails the build; -q still prints the summary line.
-pytest_args=()
-if [[ -n "${PYTEST_ARGS:-}" ]]; then
-	split="$("$venv/bin/python" -c 'import shlex, sys; print("\n".join(shlex.split(sys.argv[1])))' "$PYTEST_ARGS")" || {
-		echo "trino conformance: cannot split PYTEST_ARGS: $PYTEST_ARGS" >&2
-		exit 1
-	}
-	mapfile -t pytest_args <<<"$split"
-fi
-status=0
-timeout -k 60 "${PYTEST_TIMEOUT:-1200}" "$venv/bin/python" -m pytest -q -c "$here/pytest.ini" --rootdir "$here" -o cache_dir="$root/.cache/pytest-trino" "$here" "${pytest_args[@]}" || status=$?
-if [[ $status -eq 5 ]]; then
-	echo "trino conformance: pytest collected no tests (exit 5)" >&2
-elif [[ $status -eq 124 ]]; then
-	echo "trino conformance: pytest did not finish within ${PYTEST_TIMEOUT:-1200}s" >&2
-elif [[ $status -ne 0 ]]; then
-	echo "trino conformance: pytest failed (exit $status)" >&2
-fi
-exit "$status"
+floe_pytest "trino conformance" pytest-trino 1200
