@@ -3,7 +3,6 @@ package icebergtable
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
@@ -39,7 +38,7 @@ func (w *Warehouse) readSnapshotManifests(ctx context.Context, snap *table.Snaps
 		return nil, err
 	}
 	defer done()
-	mfs, err := readManifestList(fsys, snap)
+	mfs, err := w.readManifestList(ctx, fsys, snap)
 	if err != nil {
 		return nil, fmt.Errorf("read the manifest list %s of snapshot %d: %w", snap.ManifestList, snap.SnapshotID, err)
 	}
@@ -62,7 +61,7 @@ func (w *Warehouse) ReadManifestEntries(ctx context.Context, mf iceberg.Manifest
 		return nil, err
 	}
 	defer done()
-	entries, err := readManifest(fsys, mf)
+	entries, err := w.readManifest(ctx, fsys, mf)
 	if err != nil {
 		return nil, fmt.Errorf("read the manifest %s: %w", mf.FilePath(), err)
 	}
@@ -73,8 +72,8 @@ func (w *Warehouse) ReadManifestEntries(ctx context.Context, mf iceberg.Manifest
 // readManifest reads the entries of mf through manifestread, which also
 // reads the delete manifests whose header contradicts their list
 // (DuckDB's).
-func readManifest(fsys iceio.IO, mf iceberg.ManifestFile) ([]iceberg.ManifestEntry, error) {
-	data, err := readAll(fsys, mf.FilePath())
+func (w *Warehouse) readManifest(ctx context.Context, fsys iceio.IO, mf iceberg.ManifestFile) ([]iceberg.ManifestEntry, error) {
+	data, err := w.readAll(ctx, fsys, mf.FilePath())
 	if err != nil {
 		return nil, err
 	}
@@ -85,18 +84,21 @@ func readManifest(fsys iceio.IO, mf iceberg.ManifestFile) ([]iceberg.ManifestEnt
 // which also reads the lists of writers whose Avro schema iceberg-go's
 // reader refuses (DuckDB's); a v1 snapshot without a list names its
 // manifests itself.
-func readManifestList(fsys iceio.IO, snap *table.Snapshot) ([]iceberg.ManifestFile, error) {
+func (w *Warehouse) readManifestList(ctx context.Context, fsys iceio.IO, snap *table.Snapshot) ([]iceberg.ManifestFile, error) {
 	if snap.ManifestList == "" {
 		return snap.Manifests(fsys)
 	}
-	data, err := readAll(fsys, snap.ManifestList)
+	data, err := w.readAll(ctx, fsys, snap.ManifestList)
 	if err != nil {
 		return nil, err
 	}
 	return manifestread.ReadList(data)
 }
 
-func readAll(fsys iceio.IO, loc string) (_ []byte, err error) {
+// readAll reads the file at loc whole, at most the warehouse's read bound
+// (MaxMetadataFileBytes), as every other metadata read: a manifest is
+// decoded from memory, and a file of unbounded size must never be.
+func (w *Warehouse) readAll(ctx context.Context, fsys iceio.IO, loc string) (_ []byte, err error) {
 	f, err := fsys.Open(loc)
 	if err != nil {
 		return nil, err
@@ -106,5 +108,5 @@ func readAll(fsys iceio.IO, loc string) (_ []byte, err error) {
 			err = cerr
 		}
 	}()
-	return io.ReadAll(f)
+	return readBounded(ctx, f, w.maxRead)
 }

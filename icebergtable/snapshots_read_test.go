@@ -2,6 +2,7 @@ package icebergtable_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/avro"
 	"github.com/twmb/avro/ocf"
+
+	"github.com/floe-catalog/floe/icebergtable"
 )
 
 // TestReadSnapshotManifestsOfDuckDB reads, through the warehouse, a
@@ -71,5 +74,16 @@ func TestReadSnapshotManifestsOfDuckDB(t *testing.T) {
 	}
 	if len(mfs) != 1 || mfs[0].FilePath() != manifest || mfs[0].SequenceNum() != 2 || mfs[0].SnapshotID() != 42 || mfs[0].AddedRows() != 3 {
 		t.Fatalf("manifests %+v", mfs)
+	}
+
+	// Lists and manifests are read whole into memory, within the
+	// warehouse's bound on one read, as metadata files are.
+	small, err := icebergtable.OpenWarehouse(icebergtable.Config{Name: "lake", Location: wh.Location() + "/",
+		MaxMetadataFileBytes: int64(buf.Len() - 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := small.ReadSnapshotManifests(t.Context(), snap); !errors.Is(err, icebergtable.ErrTooLarge) {
+		t.Fatalf("a manifest list over the read bound: %v, want ErrTooLarge", err)
 	}
 }
