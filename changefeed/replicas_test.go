@@ -29,7 +29,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.LazyMain(m, &postgres)) }
 func TestReplicasShareOneFeed(t *testing.T) {
 	c := postgres.Need(t)
 	ctx := t.Context()
-	dsn, err := c.Schema(ctx, pgtest.SchemaName(t.Name()))
+	dsn, err := c.Schema(ctx, pgtest.SchemaName(t.TempDir())) // a schema per run: -count>1 works
 	if err != nil {
 		t.Fatal(err)
 	}
