@@ -525,8 +525,9 @@ func (mk *marker) markManifest(ctx context.Context, job manifestJob) error {
 	b := mk.m.newBatch()
 	defer func() { _ = b.close() }()
 	// manifestread: also the manifests iceberg-go refuses to stream
-	// although they are readable (DuckDB's delete manifests).
-	for entry, err := range manifestread.Entries(fsys, job.mf) {
+	// although they are readable (DuckDB's delete manifests), read whole
+	// within the warehouse's bound on one read.
+	for entry, err := range manifestread.Entries(fsys, job.mf, w.MaxMetadataFileBytes()) {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				mk.missing(job.tableLoc, job.why, loc, err)

@@ -102,7 +102,7 @@ func TestReadManifestWithContradictingHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	var streamed []iceberg.ManifestEntry
-	for e, err := range manifestread.Entries(fsys, mf) {
+	for e, err := range manifestread.Entries(fsys, mf, 1<<20) {
 		if err != nil {
 			t.Fatalf("Entries: %v", err)
 		}
@@ -110,9 +110,18 @@ func TestReadManifestWithContradictingHeader(t *testing.T) {
 	}
 	check("Entries", streamed)
 
+	// Read whole only within the reader's bound: one byte less fails.
+	failed := false
+	for _, err := range manifestread.Entries(fsys, mf, int64(len(data)-1)) {
+		failed = failed || err != nil
+	}
+	if !failed {
+		t.Fatal("Entries read a refused manifest whole beyond its limit")
+	}
+
 	// A manifest that is not there stays an error that says so.
 	missing := iceberg.NewManifestFile(2, "file://"+filepath.ToSlash(filepath.Join(dir, "gone.avro")), 10, 0, 9).Build()
-	for _, err := range manifestread.Entries(fsys, missing) {
+	for _, err := range manifestread.Entries(fsys, missing, 1<<20) {
 		if !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("Entries of a missing manifest: %v, want not-exist", err)
 		}

@@ -161,13 +161,17 @@ func rewrite(data []byte, editMeta func(map[string][]byte) bool, editSchema func
 // iceberg.EntriesWithProjection does (streaming, without column
 // statistics, deleted entries discarded), for scans of every manifest of a
 // warehouse. A manifest iceberg-go refuses before its first entry is read
-// whole and decoded by ReadManifest instead.
-func Entries(fsys iceio.IO, mf iceberg.ManifestFile) iter.Seq2[iceberg.ManifestEntry, error] {
+// whole, if it has at most limit bytes, and decoded by ReadManifest
+// instead.
+func Entries(fsys iceio.IO, mf iceberg.ManifestFile, limit int64) iter.Seq2[iceberg.ManifestEntry, error] {
 	return func(yield func(iceberg.ManifestEntry, error) bool) {
 		seen := false
 		for entry, err := range iceberg.EntriesWithProjection(fsys, mf, true, iceberg.ManifestEntryProjection{}) {
 			if err != nil && !seen && !errors.Is(err, fs.ErrNotExist) {
-				entries, rerr := readWhole(fsys, mf)
+				entries, rerr := readWhole(fsys, mf, limit)
+				if errors.Is(rerr, errTooLarge) {
+					err = errors.Join(err, rerr)
+				}
 				if rerr != nil {
 					yield(nil, err)
 					return
@@ -187,7 +191,10 @@ func Entries(fsys iceio.IO, mf iceberg.ManifestFile) iter.Seq2[iceberg.ManifestE
 	}
 }
 
-func readWhole(fsys iceio.IO, mf iceberg.ManifestFile) (_ []iceberg.ManifestEntry, err error) {
+// errTooLarge: a manifest to read whole has more bytes than the limit.
+var errTooLarge = errors.New("manifest exceeds the read limit")
+
+func readWhole(fsys iceio.IO, mf iceberg.ManifestFile, limit int64) (_ []iceberg.ManifestEntry, err error) {
 	f, err := fsys.Open(mf.FilePath())
 	if err != nil {
 		return nil, err
@@ -197,9 +204,12 @@ func readWhole(fsys iceio.IO, mf iceberg.ManifestFile) (_ []iceberg.ManifestEntr
 			err = cerr
 		}
 	}()
-	data, err := io.ReadAll(f)
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: %w of %d bytes", mf.FilePath(), errTooLarge, limit)
 	}
 	return ReadManifest(mf, data, true)
 }
