@@ -12,7 +12,7 @@ import (
 
 // MergeCheckQuery is the rule merge validation asks the active bundle
 // about a merge candidate (package mergecheck): the input is the merge
-// summary document (mergecheck/README.md), the rule must yield
+// summary document (merge/mergecheck/README.md), the rule must yield
 // {"allow": bool, "reasons": [string]} like the authorization decision.
 // The default bundle defines it in policy/defaultbundle/floe/merge.
 const MergeCheckQuery = "data.floe.merge.check"

@@ -11,11 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/floe-catalog/floe/assemble"
 	"github.com/floe-catalog/floe/internal/floeclient"
-	"github.com/floe-catalog/floe/storebackup"
-	"github.com/floe-catalog/floe/storeexport"
+	"github.com/floe-catalog/floe/server/assemble"
 	"github.com/floe-catalog/floe/versionstore/pgbackend"
+	"github.com/floe-catalog/floe/versionstore/storebackup"
+	"github.com/floe-catalog/floe/versionstore/storeexport"
 )
 
 // adminTimeout is the request timeout of backup and export unless
@@ -112,7 +112,7 @@ func newAdminExportCommand() *cobra.Command {
 		Use:   "export FILE",
 		Short: "Export the whole history to one portable file",
 		Long: "Writes every commit, tree, content value, reference, reference log entry\n" +
-			"and record to FILE in floe's export format (storeexport/README.md).\n" +
+			"and record to FILE in floe's export format (versionstore/storeexport/README.md).\n" +
 			"Without --data-dir it asks the running server (admins only), which reads a\n" +
 			"checkpoint, so the file is one consistent state while writes go on; FILE\n" +
 			"is then a path on the SERVER's machine (absolute, not existing yet). With\n" +

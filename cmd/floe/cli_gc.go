@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/floe-catalog/floe/gc"
+	"github.com/floe-catalog/floe/housekeeping/gc"
 	"github.com/floe-catalog/floe/internal/floeclient"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floe-catalog/floe/gc"
+	"github.com/floe-catalog/floe/housekeeping/gc"
 )
 
 // TestCLIGC drives `floe gc` against a real `floe serve`: a dry run names

@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/floe-catalog/floe/housekeeping/refretention"
 	"github.com/floe-catalog/floe/internal/floeclient"
 	"github.com/floe-catalog/floe/internal/nessieclient"
-	"github.com/floe-catalog/floe/refretention"
 )
 
 // retentionFlags are --max-age, --keep-commits and --keep-history, of

@@ -10,13 +10,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/floe-catalog/floe/assemble"
-	"github.com/floe-catalog/floe/icebergtable"
-	"github.com/floe-catalog/floe/mergequeue"
-	"github.com/floe-catalog/floe/refretention"
+	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/housekeeping/refretention"
+	"github.com/floe-catalog/floe/merge/mergequeue"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/server"
-	"github.com/floe-catalog/floe/tracing"
+	"github.com/floe-catalog/floe/server/assemble"
+	"github.com/floe-catalog/floe/server/tracing"
 	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 )
 
@@ -153,12 +153,12 @@ func newServeCommand() *cobra.Command {
 	f.Int64Var(&cfg.StoreCacheBytes, "store-cache-bytes", 0, "memory budget of the version store's cache of decoded commits and trees; 0 is "+fmt.Sprint(assemble.DefaultPebbleStoreCacheBytes>>20)+" MiB on the embedded Pebble store, "+fmt.Sprint(assemble.DefaultPostgresStoreCacheBytes>>20)+" MiB on PostgreSQL (where a miss is a round trip)")
 	f.Int64Var(&memoryLimit, "memory-limit", 0, "soft limit of the Go runtime's memory in bytes (runtime/debug.SetMemoryLimit); 0 derives it from the cache budgets (metadata + store caches + "+fmt.Sprint(memoryHeadroom>>20)+" MiB, plus Pebble's cache and memtables in a build without cgo, where they are in the Go heap), negative leaves it to GOMEMLIMIT; GOMEMLIMIT, if set, wins")
 	f.Int64Var(&maxMetadataFileBytes, "max-metadata-file-bytes", maxMetadataFileBytes, "largest Iceberg table or view metadata file read (after gunzipping); a larger one is refused")
-	f.StringVar(&refRetentionFile, "ref-retention", "", "JSON file of branch retention defaults by name prefix and protected prefixes (see refretention/README.md); without it: ingest/ 2d, transform/ 7d, feature/ and users/ 30d, others never expire")
+	f.StringVar(&refRetentionFile, "ref-retention", "", "JSON file of branch retention defaults by name prefix and protected prefixes (see housekeeping/refretention/README.md); without it: ingest/ 2d, transform/ 7d, feature/ and users/ 30d, others never expire")
 	f.DurationVar(&cfg.RefRetention.ExpiryInterval, "ref-expiry-interval", time.Hour, "how often expired branches and tags are deleted; 0 turns the background sweep off (floe branch expire still runs one)")
-	f.StringVar(&cfg.MergeChecks.File, "merge-checks", "", "JSON file of the merge queue's external checks (HMAC-signed webhooks) and default check thresholds (see mergecheck/README.md, deploy/merge-checks.json); the built-in checks and the policy bundle's merge rules run without it")
+	f.StringVar(&cfg.MergeChecks.File, "merge-checks", "", "JSON file of the merge queue's external checks (HMAC-signed webhooks) and default check thresholds (see merge/mergecheck/README.md, deploy/merge-checks.json); the built-in checks and the policy bundle's merge rules run without it")
 	f.StringVar(&cfg.MergeChecks.CatalogURI, "merge-checks-catalog-uri", "", "floe's Iceberg REST URL as external merge checks reach it, sent to them with each candidate (lake@<candidate> on it)")
 	f.StringVar(&cfg.EventWebhooks.File, "event-webhooks", "", "JSON file of the change feed's webhook subscriptions: URL, HMAC secret (from a file or variable), principal, filters by ref, type, namespace and table (see docs/changefeed.md, deploy/event-webhooks.json); each gets its events as CloudEvents, at least once and in order, from a durable cursor")
-	f.StringVar(&mergeQueueFile, "merge-queue", "", "JSON file of the merge queue's rules: protected branches (the queue is their single committer), age limit, batch size, and per source prefix batching, required checks, drop after merge and tag (see mergequeue/README.md, deploy/merge-queue.json); without it: no branch protected, ingest/ transform/ users/ feature/ batched, backfill/ alone")
+	f.StringVar(&mergeQueueFile, "merge-queue", "", "JSON file of the merge queue's rules: protected branches (the queue is their single committer), age limit, batch size, and per source prefix batching, required checks, drop after merge and tag (see merge/mergequeue/README.md, deploy/merge-queue.json); without it: no branch protected, ingest/ transform/ users/ feature/ batched, backfill/ alone")
 	f.DurationVar(&cfg.GC.Interval, "gc-interval", 0, "run garbage collection (floe gc) this often in the background; 0 never (runs only when asked)")
 	f.DurationVar(&cfg.GC.Grace, "gc-grace", 0, "how old an unreferenced warehouse file must be before garbage collection deletes it; 0 means 72h")
 	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", assemble.DefaultLeaseTTL, "with --store postgres://: how long a replica's lease (a merge-queue target's committer, the gc and ref-expiry schedules) outlives its last renewal; a dead replica's work is taken over within this plus a third of it")

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/floe-catalog/floe/assemble"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
+	"github.com/floe-catalog/floe/server/assemble"
 )
 
 // securityFlags configure authentication and authorization.

@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/floe-catalog/floe/icebergtable"
+	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/catalog/s3sign"
 	"github.com/floe-catalog/floe/rest/icebergrest"
-	"github.com/floe-catalog/floe/s3sign"
 )
 
 // warehouseFlags say how floe reaches the warehouse named by --warehouse:

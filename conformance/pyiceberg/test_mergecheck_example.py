@@ -1,7 +1,7 @@
 """The example external check deploy/checks/pyiceberg_rowcount.py, against a real floe.
 
 The check server runs as its own process, as an operator runs it. The test
-posts it the payload floe's merge queue posts (mergecheck/README.md,
+posts it the payload floe's merge queue posts (merge/mergecheck/README.md,
 "External checks"), signed as floe signs it, for two candidates: a branch
 head that appended new ids, and one that appended an id main already has.
 The check reads each at `lake@<hash>` through PyIceberg; it passes the

@@ -1,4 +1,4 @@
-"""The PyIceberg recipes of mergeengine/OPERATIONS.md, run as documented.
+"""The PyIceberg recipes of merge/mergeengine/OPERATIONS.md, run as documented.
 
 A catalog branch overwrites or deletes one day of a table with a recipe of
 the "PyIceberg" section (the record in `snapshot_properties=`), while main
@@ -30,7 +30,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 from conftest import ROOT, FloeServer
 
 DAY = "2026-08-20"
-DOC = ROOT / "mergeengine" / "OPERATIONS.md"
+DOC = ROOT / "merge" / "mergeengine" / "OPERATIONS.md"
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "day", StringType(), required=False))
 SPEC = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="day"))
 

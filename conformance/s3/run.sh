@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs floe's Go tests that need a real S3 API (garbage collection end to
-# end on an s3:// warehouse, gc/s3_test.go; remote signing checked by a
+# end on an s3:// warehouse, housekeeping/gc/s3_test.go; remote signing checked by a
 # server that verifies signatures, rest/icebergrest/sign_s3_test.go) and
 # PyIceberg through remote signing (test_pyiceberg_signing.py, with
 # bin/floe) against moto's standalone S3 server, started on free loopback
@@ -52,7 +52,7 @@ done
 echo "s3 conformance: moto listening on 127.0.0.1:$port"
 
 cd "$root"
-FLOE_TEST_S3_ENDPOINT="http://127.0.0.1:$port" "$go" test -count=1 -v -run 'S3' ./gc/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)'
+FLOE_TEST_S3_ENDPOINT="http://127.0.0.1:$port" "$go" test -count=1 -v -run 'S3' ./housekeeping/gc/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)'
 
 # Remote signing (rest/icebergrest/sign_s3_test.go) needs a server that
 # checks signatures: moto.sh starts one (shared with the Spark suite).

@@ -7,7 +7,7 @@ writes neither format v3 nor deletion vectors, so the tables only Spark
 writes are read here: merge-on-read deletes as v2 position delete files
 and as v3 deletion vectors in Puffin files, and tables floe merged from a
 catalog branch Spark changed, including the deletion vector floe wrote
-as the union of both sides' (tablemerge/dvunion.go). Each time DuckDB
+as the union of both sides' (merge/tablemerge/dvunion.go). Each time DuckDB
 must return exactly the rows Spark returns.
 """
 

@@ -1,4 +1,4 @@
-"""The Spark recipes of mergeengine/OPERATIONS.md, run as documented.
+"""The Spark recipes of merge/mergeengine/OPERATIONS.md, run as documented.
 
 The recipes are read from OPERATIONS.md itself (its ```python blocks under
 "### Spark") and executed, with the catalog and namespace `lake.ns` of the
@@ -38,7 +38,7 @@ from floeproc import FloeServer
 from helpers import add_catalog, one, rows
 
 DAY = "2026-08-20"
-DOC = Path(__file__).resolve().parents[2] / "mergeengine" / "OPERATIONS.md"
+DOC = Path(__file__).resolve().parents[2] / "merge" / "mergeengine" / "OPERATIONS.md"
 
 
 def recipes(section: str) -> list[str]:

@@ -2,7 +2,7 @@
 """An external data-quality check for floe's merge queue, written with PyIceberg.
 
 floe posts every merge candidate that requires this check (see
-mergecheck/README.md, "External checks") to this server. The server
+merge/mergecheck/README.md, "External checks") to this server. The server
 
 1. verifies the X-Floe-Signature-256 header: the HMAC-SHA256 of the body
    keyed by the secret both sides share (anything unsigned is refused),

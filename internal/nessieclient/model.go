@@ -203,7 +203,7 @@ type Discard struct {
 
 // Classification is what floe found two branches did to an Iceberg table
 // since their merge base: the parts of floe's classification document
-// (classify/README.md in floe's source) the CLI shows.
+// (merge/classify/README.md in floe's source) the CLI shows.
 type Classification struct {
 	Key              []string           `json:"key"`
 	Class            string             `json:"class"`

@@ -10,15 +10,15 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/floe-catalog/floe/changefeed"
-	"github.com/floe-catalog/floe/eventhooks"
-	"github.com/floe-catalog/floe/gc"
-	"github.com/floe-catalog/floe/maintenance"
-	"github.com/floe-catalog/floe/mergequeue"
-	"github.com/floe-catalog/floe/refretention"
+	"github.com/floe-catalog/floe/catalog/changefeed"
+	"github.com/floe-catalog/floe/catalog/eventhooks"
+	"github.com/floe-catalog/floe/housekeeping/gc"
+	"github.com/floe-catalog/floe/housekeeping/maintenance"
+	"github.com/floe-catalog/floe/housekeeping/refretention"
+	"github.com/floe-catalog/floe/merge/mergequeue"
 	"github.com/floe-catalog/floe/rest/authz"
-	"github.com/floe-catalog/floe/storebackup"
 	"github.com/floe-catalog/floe/versionstore"
+	"github.com/floe-catalog/floe/versionstore/storebackup"
 )
 
 // Prefix is where the API is served; the version is in the path so a

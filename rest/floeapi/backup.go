@@ -7,8 +7,8 @@ import (
 
 	"github.com/floe-catalog/floe/internal/apidoc"
 	"github.com/floe-catalog/floe/policy"
-	"github.com/floe-catalog/floe/storebackup"
-	"github.com/floe-catalog/floe/storeexport"
+	"github.com/floe-catalog/floe/versionstore/storebackup"
+	"github.com/floe-catalog/floe/versionstore/storeexport"
 )
 
 // Actions of backups and exports: both copy the whole catalog, so both are

@@ -15,9 +15,9 @@ import (
 
 	"github.com/floe-catalog/floe/internal/apidoc"
 	"github.com/floe-catalog/floe/rest/floeapi"
-	"github.com/floe-catalog/floe/storebackup"
 	"github.com/floe-catalog/floe/versionstore"
 	"github.com/floe-catalog/floe/versionstore/pebblebackend"
+	"github.com/floe-catalog/floe/versionstore/storebackup"
 )
 
 // TestBackupAndExportWithTheDefaultPolicy: only admins may back up or

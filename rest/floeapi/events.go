@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/floe-catalog/floe/changefeed"
+	"github.com/floe-catalog/floe/catalog/changefeed"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/rest/authz"
 )

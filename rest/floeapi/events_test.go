@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floe-catalog/floe/assemble"
-	"github.com/floe-catalog/floe/changefeed"
+	"github.com/floe-catalog/floe/catalog/changefeed"
+	"github.com/floe-catalog/floe/internal/testkit/testserver"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/floeapi"
-	"github.com/floe-catalog/floe/testkit/testserver"
+	"github.com/floe-catalog/floe/server/assemble"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/floe-catalog/floe/gc"
+	"github.com/floe-catalog/floe/housekeeping/gc"
 	"github.com/floe-catalog/floe/policy"
 )
 

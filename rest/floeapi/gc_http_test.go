@@ -19,10 +19,10 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floe-catalog/floe/gc"
+	"github.com/floe-catalog/floe/housekeeping/gc"
+	"github.com/floe-catalog/floe/internal/testkit/testserver"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/rest/floeapi"
-	"github.com/floe-catalog/floe/testkit/testserver"
 )
 
 // TestGCAuthorizationWithTheDefaultPolicy: with floe's default policy, a

@@ -9,11 +9,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/floe-catalog/floe/gc"
+	"github.com/floe-catalog/floe/housekeeping/gc"
+	"github.com/floe-catalog/floe/internal/testkit/testserver"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/rest/floeapi"
-	"github.com/floe-catalog/floe/testkit/testserver"
 )
 
 // actions records what the API asked the policy, and refuses those in deny.

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	tableclass "github.com/floe-catalog/floe/classify"
+	tableclass "github.com/floe-catalog/floe/merge/classify"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
@@ -93,7 +93,7 @@ type PlannedTableJSON struct {
 	Action    string `json:"action"`
 	Snapshots int    `json:"snapshots"`
 	Reason    string `json:"reason"`
-	// Classification is the merge classification (classify/README.md).
+	// Classification is the merge classification (merge/classify/README.md).
 	Classification *tableclass.Table `json:"classification,omitempty"`
 	// Discards is, for action force, what of the target the merge would
 	// throw away: its snapshots since the merge base, their files and

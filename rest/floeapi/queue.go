@@ -10,9 +10,9 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/floe-catalog/floe/mergequeue"
+	"github.com/floe-catalog/floe/housekeeping/refretention"
+	"github.com/floe-catalog/floe/merge/mergequeue"
 	"github.com/floe-catalog/floe/policy"
-	"github.com/floe-catalog/floe/refretention"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
 )

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/floe-catalog/floe/assemble"
-	"github.com/floe-catalog/floe/mergequeue"
+	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/merge/mergequeue"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/floeapi"
-	"github.com/floe-catalog/floe/testkit/testserver"
+	"github.com/floe-catalog/floe/server/assemble"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

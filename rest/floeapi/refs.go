@@ -8,8 +8,8 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/floe-catalog/floe/housekeeping/refretention"
 	"github.com/floe-catalog/floe/policy"
-	"github.com/floe-catalog/floe/refretention"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
 )

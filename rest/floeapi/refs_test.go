@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floe-catalog/floe/assemble"
+	"github.com/floe-catalog/floe/housekeeping/refretention"
+	"github.com/floe-catalog/floe/internal/testkit/testserver"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
-	"github.com/floe-catalog/floe/refretention"
 	"github.com/floe-catalog/floe/rest/floeapi"
-	"github.com/floe-catalog/floe/testkit/testserver"
+	"github.com/floe-catalog/floe/server/assemble"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

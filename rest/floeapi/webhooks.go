@@ -6,7 +6,7 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/floe-catalog/floe/eventhooks"
+	"github.com/floe-catalog/floe/catalog/eventhooks"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )

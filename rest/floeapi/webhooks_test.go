@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floe-catalog/floe/assemble"
-	"github.com/floe-catalog/floe/changefeed"
-	"github.com/floe-catalog/floe/eventhooks"
+	"github.com/floe-catalog/floe/catalog/changefeed"
+	"github.com/floe-catalog/floe/catalog/eventhooks"
+	"github.com/floe-catalog/floe/internal/testkit/testserver"
 	"github.com/floe-catalog/floe/rest/floeapi"
-	"github.com/floe-catalog/floe/testkit/testserver"
+	"github.com/floe-catalog/floe/server/assemble"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

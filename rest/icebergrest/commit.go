@@ -14,7 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/floe-catalog/floe/icebergtable"
+	"github.com/floe-catalog/floe/catalog/icebergtable"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )

@@ -9,7 +9,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/floe-catalog/floe/maintenance"
+	"github.com/floe-catalog/floe/housekeeping/maintenance"
 )
 
 // Maintenance commits and the maintenance lock (package maintenance).

@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/floe-catalog/floe/maintenance"
+	"github.com/floe-catalog/floe/housekeeping/maintenance"
 )
 
 // TestMaintenanceKind: which commits the maintenance lock stops.

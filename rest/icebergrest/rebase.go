@@ -10,8 +10,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floe-catalog/floe/icebergtable"
-	"github.com/floe-catalog/floe/tablemerge"
+	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/merge/tablemerge"
 )
 
 // PropRebaseAppends is the table property that turns zero-retry appends

@@ -11,9 +11,9 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floe-catalog/floe/icebergtable"
+	"github.com/floe-catalog/floe/catalog/icebergtable"
 	"github.com/floe-catalog/floe/internal/manifestread"
-	"github.com/floe-catalog/floe/tablemerge"
+	"github.com/floe-catalog/floe/merge/tablemerge"
 )
 
 // PropRebaseRowLevel is the table property that turns the server-side

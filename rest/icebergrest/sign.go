@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/floe-catalog/floe/catalog/s3sign"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/rest/authz"
-	"github.com/floe-catalog/floe/s3sign"
 )
 
 // RemoteSigning makes a warehouse on S3 sign its engines' requests

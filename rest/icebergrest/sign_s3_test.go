@@ -20,13 +20,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
-	"github.com/floe-catalog/floe/assemble"
-	"github.com/floe-catalog/floe/icebergtable"
+	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/catalog/s3sign"
+	"github.com/floe-catalog/floe/internal/testkit/testserver"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/icebergrest"
-	"github.com/floe-catalog/floe/s3sign"
-	"github.com/floe-catalog/floe/testkit/testserver"
+	"github.com/floe-catalog/floe/server/assemble"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

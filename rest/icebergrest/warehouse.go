@@ -12,10 +12,10 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/floe-catalog/floe/icebergtable"
+	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/catalog/s3sign"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/rest/authz"
-	"github.com/floe-catalog/floe/s3sign"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/floe-catalog/floe/internal/testkit/testserver"
 	"github.com/floe-catalog/floe/rest/icebergrest"
-	"github.com/floe-catalog/floe/testkit/testserver"
 )
 
 // TestCommitLocationUnderAllowedPrefix: a Nessie commit may name a

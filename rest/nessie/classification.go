@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	tableclass "github.com/floe-catalog/floe/classify"
+	tableclass "github.com/floe-catalog/floe/merge/classify"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floe-catalog/floe/icebergtable"
-	"github.com/floe-catalog/floe/testkit/testserver"
+	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/internal/testkit/testserver"
 )
 
 // Fuzz targets for the request bodies of the Nessie API's writes: each

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/floe-catalog/floe/icebergtable"
+	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/internal/testkit/testserver"
 	"github.com/floe-catalog/floe/rest/nessie"
-	"github.com/floe-catalog/floe/testkit/testserver"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

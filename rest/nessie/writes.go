@@ -9,7 +9,7 @@ import (
 	"reflect"
 	"strings"
 
-	tableclass "github.com/floe-catalog/floe/classify"
+	tableclass "github.com/floe-catalog/floe/merge/classify"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )

@@ -1,6 +1,6 @@
 # floe's default merge rules. The merge queue validates every candidate
 # (the merge result it is about to publish) and asks data.floe.merge.check
-# with the candidate's merge summary as input (mergecheck/README.md
+# with the candidate's merge summary as input (merge/mergecheck/README.md
 # documents the document); the rule yields {"allow": bool, "reasons":
 # [string]}, and every reason of a denial is reported as the policy
 # check's failure. Settings come from data.floe.config.merge so operators

@@ -1,0 +1,201 @@
+package changefeed_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/floe-catalog/floe/catalog/changefeed"
+	"github.com/floe-catalog/floe/catalog/changefeed/feedtest"
+	"github.com/floe-catalog/floe/internal/testkit/crashchild"
+	"github.com/floe-catalog/floe/versionstore"
+)
+
+// TestCrashResume kills a real process with SIGKILL in the middle of a
+// burst of commits and merges, again and again on one directory, while a
+// consumer inside that process follows the feed. The consumer handles
+// each event by printing it; its cursor is the id of the last event it
+// printed, which the next process resumes from. At the end the parent
+// reads the whole feed of the recovered store and checks:
+//
+//   - the events the consumer saw, across every crash, are exactly the
+//     feed's events: each once, in order, nothing missing;
+//   - each is the event the recovered store derives at that id (so no
+//     event was shown for a move that was lost);
+//   - every commit a writer was told succeeded is in it, once, as a commit
+//     or merge event on its branch.
+//
+// The child is this test binary re-executed with crashChildEnv set.
+func TestCrashResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills processes")
+	}
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	cursor := changefeed.Start
+	var seen []seenEvent
+	acked := map[string]string{} // commit -> branch
+	const cycles = 5
+	for cycle := range cycles {
+		lines := runCrashChild(t, dir, cursor, cycle, time.Duration(300+rng.IntN(900))*time.Millisecond)
+		for _, l := range lines {
+			f := strings.Fields(l)
+			switch {
+			case f[0] == "ACK" && len(f) == 3:
+				acked[f[1]] = f[2]
+			case f[0] == "SEEN" && len(f) == 5:
+				id, err := changefeed.ParseCursor(f[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				seen = append(seen, seenEvent{id: id, typ: f[2], ref: f[3], commit: f[4]})
+				cursor = id
+			case f[0] == "NEXT" && len(f) == 2:
+				next, err := changefeed.ParseCursor(f[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cursor.Before(next) {
+					cursor = next
+				}
+			}
+		}
+		t.Logf("cycle %d: %d acks, %d events seen so far, cursor %s", cycle, len(acked), len(seen), cursor)
+	}
+
+	s := openStore(t, dir, nil)
+	feed := changefeed.New(s, changefeed.Options{})
+	// The consumer resumes once more, in this process, and reads the rest.
+	rest := feedtest.ReadAll(t, feed, cursor)
+	for _, ev := range rest {
+		seen = append(seen, seenEvent{id: ev.ID, typ: string(ev.Type), ref: ev.Ref, commit: ev.Commit})
+	}
+	full := feedtest.ReadAll(t, feed, changefeed.Start)
+	if len(seen) != len(full) {
+		t.Errorf("the consumer saw %d events; the feed has %d", len(seen), len(full))
+	}
+	for i := range min(len(seen), len(full)) {
+		w := full[i]
+		if g := seen[i]; g.id != w.ID || g.typ != string(w.Type) || g.ref != w.Ref || g.commit != w.Commit {
+			t.Fatalf("event %d: the consumer saw %+v; the recovered feed has %s %s %s at %s", i, g, w.Type, w.Ref, w.Commit, w.ID)
+		}
+	}
+	commits := map[string]int{}
+	for _, ev := range full {
+		if ev.Type == changefeed.CommitMade || ev.Type == changefeed.MergeMade {
+			commits[ev.Commit+" "+ev.Ref]++
+		}
+	}
+	for h, b := range acked {
+		if n := commits[h+" "+b]; n != 1 {
+			t.Errorf("acknowledged commit %s on %s: %d events", h, b, n)
+		}
+	}
+	t.Logf("%d acknowledged commits, %d events, all seen once", len(acked), len(full))
+}
+
+type seenEvent struct {
+	id               changefeed.Cursor
+	typ, ref, commit string
+}
+
+const crashChildEnv = "FLOE_CHANGEFEED_CRASH_CHILD"
+
+// runCrashChild runs one child on dir until it is killed after life, and
+// returns the complete lines it printed.
+func runCrashChild(t *testing.T, dir string, cursor changefeed.Cursor, cycle int, life time.Duration) []string {
+	t.Helper()
+	return crashchild.Run(t, "TestCrashChild", fmt.Sprintf("%s=%s|%s|%d", crashChildEnv, dir, cursor, cycle), life)
+}
+
+// TestCrashChild is the child of TestCrashResume; it does nothing unless
+// run by it.
+func TestCrashChild(t *testing.T) {
+	spec := os.Getenv(crashChildEnv)
+	if spec == "" {
+		t.Skip("run by TestCrashResume")
+	}
+	parts := strings.Split(spec, "|")
+	dir, cycle := parts[0], parts[2]
+	cursor, err := changefeed.ParseCursor(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s := openStore(t, dir, nil)
+	var mu sync.Mutex
+	print := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(os.Stdout, format+"\n", args...)
+	}
+	branches := []string{"main", "b1", "b2"}
+	for _, b := range branches[1:] {
+		if _, err := s.GetRef(b); err == nil {
+			continue
+		}
+		r, _ := s.GetRef("main")
+		if _, err := s.CreateRef(ctx, versionstore.CreateRefRequest{Name: b, Type: versionstore.Branch, Target: r.Head, Principal: "crash"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The consumer: prints every event it handles, and where it stands.
+	go func() {
+		feed := changefeed.New(s, changefeed.Options{PollInterval: 5 * time.Millisecond})
+		for {
+			wctx, cancel := context.WithTimeout(ctx, time.Second)
+			page, err := feed.Wait(wctx, changefeed.Query{After: cursor, Limit: 50})
+			cancel()
+			if err != nil {
+				print("ERROR %v", err)
+				return
+			}
+			for _, ev := range page.Events {
+				print("SEEN %s %s %s %s", ev.ID, ev.Type, ev.Ref, ev.Commit)
+			}
+			print("NEXT %s", page.Next)
+			cursor = page.Next
+		}
+	}()
+	// The writers: commits to every branch, and merges between them.
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
+			for i := 0; ; i++ {
+				b := branches[rng.IntN(len(branches))]
+				r, err := s.GetRef(b)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if rng.IntN(8) == 0 {
+					src := branches[rng.IntN(len(branches))]
+					sr, _ := s.GetRef(src)
+					if src == b {
+						continue
+					}
+					res, err := s.Merge(ctx, versionstore.MergeRequest{Target: b, ExpectedTarget: r.Head, From: sr.Head, Committer: "crash"})
+					if err == nil && res.WasApplied {
+						print("ACK %s %s", res.ResultantHash, b)
+					}
+					continue
+				}
+				key := versionstore.ContentKey{fmt.Sprintf("c%s_w%d_%d", cycle, w, i)} // new each time: no update needs a content id
+				res, err := s.Commit(ctx, versionstore.CommitRequest{Branch: b, Expected: r.Head, Committer: "crash",
+					Operations: []versionstore.Operation{{Kind: versionstore.OpPut, Key: key, Content: &versionstore.Content{Type: versionstore.Namespace, Properties: map[string]string{"i": fmt.Sprint(i)}}}}})
+				if err == nil {
+					print("ACK %s %s", res.Commit.Hash, b)
+				} else {
+					fmt.Fprintln(os.Stderr, "commit:", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

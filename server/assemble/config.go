@@ -1,0 +1,121 @@
+package assemble
+
+import (
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/floe-catalog/floe/housekeeping/maintenance"
+	"github.com/floe-catalog/floe/policy"
+	"github.com/floe-catalog/floe/policy/authn"
+	"github.com/floe-catalog/floe/rest/floeapi"
+	"github.com/floe-catalog/floe/rest/icebergrest"
+	"github.com/floe-catalog/floe/rest/nessie"
+	"github.com/floe-catalog/floe/server"
+)
+
+// DefaultDataDir is where the version store lives when Config.DataDir is
+// empty.
+const DefaultDataDir = "./data"
+
+// Config is one floe server process.
+type Config struct {
+	// HTTP configures the HTTP server: listen address, limits, timeouts,
+	// the drain delay and the shutdown timeout. Mounts and Registry are
+	// the root's: use Routes for extra routes.
+	HTTP server.Config
+	// DataDir holds the embedded Pebble version store; created if
+	// missing. "" means DefaultDataDir.
+	DataDir string
+	// Store selects the version store's backend: "" or "pebble:DIR" is
+	// the embedded Pebble store (in DIR, else DataDir); a postgres:// or
+	// postgresql:// URL is a PostgreSQL database shared with other
+	// replicas (versionstore/pgbackend). See ParseStore.
+	Store string
+	// StoreCacheBytes bounds the version store's cache of decoded
+	// objects (versionstore.Options.CacheBytes); 0 means its backend's
+	// default (StoreCacheBytes).
+	StoreCacheBytes int64
+	// StoreFS is the file system the embedded Pebble store lives on; nil
+	// is the real disk. Tests pass a fault-injecting one (Pebble's
+	// vfs/errorfs) to play a full disk or an unwritable directory.
+	StoreFS vfs.FS
+	// Security says who callers are and what they may do.
+	Security Security
+	// Iceberg configures the Iceberg REST facade; Warehouses must list at
+	// least one, and the directories of local (file://) warehouses are
+	// created if missing. The root sets Store, Logger and Metrics, and
+	// Principal, Authenticate and Guard from the services it builds unless
+	// they are already set (tests set them to stubs).
+	Iceberg icebergrest.Deps
+	// Nessie configures the Nessie API v2, filled in as Iceberg is.
+	Nessie nessie.Deps
+	// Floe configures floe's own API (/api/floe/v1), filled in as Iceberg
+	// is.
+	Floe floeapi.Deps
+	// Maintenance configures the maintenance locks, which floe's API
+	// serves and the Iceberg REST facade enforces; the root sets Store,
+	// Warehouses, Metrics and Logger.
+	Maintenance maintenance.Options
+	// MergePartitionOverlap is the catalog default for tables without the
+	// floe.merge.partition-overlap property: allow, check or refuse; ""
+	// is check (mergeengine.DefaultOverlapRule).
+	MergePartitionOverlap string
+	// RefRetention configures references' retention and their expiry.
+	RefRetention RefRetention
+	// GC configures garbage collection of warehouse files (package gc),
+	// served by floe's API; its schedule is off unless Interval is set.
+	GC GC
+	// MergeQueue configures the merge queue, served by floe's API.
+	MergeQueue MergeQueue
+	// LeaseTTL, over a shared store (PostgreSQL), is how long a lease
+	// (a merge-queue target's committer, the GC and ref-expiry
+	// schedules) outlives its holder's last renewal; 0 is
+	// DefaultLeaseTTL. Failover takes at most LeaseTTL + LeaseTTL/3.
+	LeaseTTL time.Duration
+	// MergeChecks configure the validation of the queue's candidates,
+	// used unless MergeQueue.Validator is set.
+	MergeChecks MergeChecks
+	// EventWebhooks push the change feed to webhooks; delivery runs on
+	// one replica at a time (the lease "eventhooks").
+	EventWebhooks EventWebhooks
+	// Routes are extra routes, mounted after the APIs'; for tests and
+	// embedders. They must only register handlers.
+	Routes []server.Mount
+	// TracerProvider traces requests and what they do (authorization,
+	// metadata files, version-store commits, merges); nil records
+	// nothing. cmd/floe builds it from the OTEL_* variables (package
+	// tracing) and flushes it after the process closed.
+	TracerProvider trace.TracerProvider
+}
+
+// GC configures garbage collection.
+type GC struct {
+	// Interval runs a collection this often in the background; 0 never
+	// does (runs then come from floe's API only).
+	Interval time.Duration
+	// Grace is how old an unreferenced file must be to go; 0 means
+	// gc.DefaultGrace (3 days).
+	Grace time.Duration
+	// TempDir holds a run's mark database; "" is the system's.
+	TempDir string
+	// ReportFile, if set, receives each real run's report as JSON.
+	ReportFile string
+}
+
+// Security configures authentication and authorization.
+type Security struct {
+	// Authn says where principals come from. With Authn.Dev, requests
+	// without a token are the anonymous principal, and HTTP.Addr must then
+	// be a loopback address.
+	Authn authn.Config
+	// Policy turns authorization on with these engine options; nil allows
+	// every request. The root sets Logger and Metrics, and DecisionLog
+	// when DecisionLog below names a file.
+	Policy *policy.Options
+	// DecisionLog is a file every decision is appended to as one JSON
+	// line, "-" for standard output, "" for none. It needs Policy; the
+	// file is closed after the policy engine, which flushes into it.
+	DecisionLog string
+}
