@@ -1,10 +1,11 @@
-// Package rest holds floe's HTTP APIs, one subpackage each: the Iceberg
-// REST catalog facade with branch-qualified warehouses (rest/icebergrest),
-// the Nessie-compatible API v2 (rest/nessie) and floe's own API (merge
-// queue, events, admin: rest/floeapi), with the authorization glue they
-// share (rest/authz). Each translates requests into
-// version-store operations and results back into its API's JSON and error
-// model, and registers its routes on a *mux.Router; the composition root
+// Package rest holds floe's HTTP APIs, one subpackage each.
+//
+// The Iceberg REST catalog facade with branch-qualified warehouses
+// (rest/icebergrest), the Nessie-compatible API v2 (rest/nessie) and floe's
+// own API (merge queue, events, admin: rest/floeapi), with the authorization
+// glue they share (rest/authz). Each translates requests into version-store
+// operations and results back into its API's JSON and error model, and
+// registers its routes on a *mux.Router; the composition root
 // (server/assemble) builds each API and serves its routes through a
 // server.Mount.
 //

@@ -1,10 +1,13 @@
-// Package server is floe's HTTP wiring: the router, the middleware every
-// API shares (request ids, access logs, metrics, panic recovery, body
-// limits, timeouts), the health, readiness and metrics endpoints, and the
-// HTTP side of shutdown: /readyz fails, the listener closes after the drain
-// delay, and in-flight requests get the shutdown timeout to finish.
-// When the operator asks for them (floe serve --pprof-addr), it also serves
-// Go's runtime profiles on a loopback listener of their own (pprof.go).
+// Package server is floe's HTTP wiring: the router, the shared middleware,
+// health and shutdown.
+//
+// It is floe's HTTP wiring: the router, the middleware every API shares
+// (request ids, access logs, metrics, panic recovery, body limits,
+// timeouts), the health, readiness and metrics endpoints, and the HTTP side
+// of shutdown: /readyz fails, the listener closes after the drain delay, and
+// in-flight requests get the shutdown timeout to finish. When the operator
+// asks for them (floe serve --pprof-addr), it also serves Go's runtime
+// profiles on a loopback listener of their own (pprof.go).
 //
 // It builds no service. The version store, authentication, the policy
 // engine and the APIs are built by the composition root (package assemble),

@@ -1,8 +1,10 @@
 // Package versionstore is floe's content-addressed, whole-catalog version
-// history: content values, tree nodes and commits are immutable objects named
-// by the SHA-256 of their canonical encoding; branches and tags are named
-// references moved by compare-and-swap; every move is recorded in a reference
-// log.
+// history.
+//
+// Content values, tree nodes and commits are immutable objects named by the
+// SHA-256 of their canonical encoding; branches and tags are named
+// references moved by compare-and-swap; every move is recorded in a
+// reference log.
 //
 // A commit's tree is a persistent sorted map from content key to content
 // value, stored as a Merkle search tree whose node boundaries depend only on

@@ -1,8 +1,11 @@
-// Package changefeed is floe's catalog change feed: the events a consumer
-// follows to learn what happened in the catalog (tables and views created,
-// updated, renamed, dropped; namespace changes; branches and tags created,
-// moved, deleted; commits, merges and transplants), each named by a cursor
-// it can resume from.
+// Package changefeed derives the catalog's change feed, events by resumable
+// cursor, from the store's history.
+//
+// It is floe's catalog change feed: the events a consumer follows to learn
+// what happened in the catalog (tables and views created, updated, renamed,
+// dropped; namespace changes; branches and tags created, moved, deleted;
+// commits, merges and transplants), each named by a cursor it can resume
+// from.
 //
 // The feed is the catalog's history, not a second copy of it. Events are
 // derived, on demand and deterministically, from what the version store

@@ -1,10 +1,13 @@
-// Package eventhooks pushes the catalog's change feed to webhooks: each
-// subscription (a URL, filters by reference, event type, namespace and
-// table, an HMAC secret and the principal whose read rights bound what it
-// receives) gets every event it selects as a CloudEvents 1.0 JSON request
-// (structured mode), at least once and in the feed's order, so in order
-// per branch, with retries, exponential backoff with jitter, and a
-// dead-letter state an operator resumes from.
+// Package eventhooks pushes the change feed to webhooks as CloudEvents, at
+// least once and in order.
+//
+// It pushes the catalog's change feed to webhooks: each subscription (a URL,
+// filters by reference, event type, namespace and table, an HMAC secret and
+// the principal whose read rights bound what it receives) gets every event
+// it selects as a CloudEvents 1.0 JSON request (structured mode), at least
+// once and in the feed's order, so in order per branch, with retries,
+// exponential backoff with jitter, and a dead-letter state an operator
+// resumes from.
 //
 // There is no outbox table: the change feed is already the durable,
 // ordered outbox (changefeed.Cursor states why), so a subscription's only

@@ -1,9 +1,12 @@
-// Command image assembles floe's container image as an OCI image layout
-// without a container daemon: the static floe binary and the few files
-// deploy/Dockerfile copies, in one layer on an empty base, with the
-// user, entrypoint, environment, volumes, labels and healthcheck that
-// the Dockerfile declares. Its test parses the Dockerfile and checks the
-// two agree, then inspects the layout it writes.
+// Command image assembles floe's container image as an OCI layout, without a
+// container daemon.
+//
+// It assembles floe's container image as an OCI image layout without a
+// container daemon: the static floe binary and the few files
+// deploy/Dockerfile copies, in one layer on an empty base, with the user,
+// entrypoint, environment, volumes, labels and healthcheck that the
+// Dockerfile declares. Its test parses the Dockerfile and checks the two
+// agree, then inspects the layout it writes.
 //
 //	go run ./deploy/image -out bin/floe-oci
 //

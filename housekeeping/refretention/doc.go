@@ -1,10 +1,12 @@
-// Package refretention owns the retention of catalog references (branches
-// and tags): each reference's own settings, kept as version-store records
-// beside the reference (the store's reference format is unchanged), the
-// per-prefix defaults of the server's configuration, the effective rule
-// that follows from both, and the expiry sweep that deletes references
-// past their maximum age through the store, so that every deletion lands
-// in the reference log.
+// Package refretention expires branches and tags past their retention, by
+// name prefix and own settings.
+//
+// It owns the retention of catalog references (branches and tags): each
+// reference's own settings, kept as version-store records beside the
+// reference (the store's reference format is unchanged), the per-prefix
+// defaults of the server's configuration, the effective rule that follows
+// from both, and the expiry sweep that deletes references past their maximum
+// age through the store, so that every deletion lands in the reference log.
 //
 // A reference's retention has two parts. Its maximum age says when the
 // reference itself expires: MaxAge after its last activity, which is its

@@ -1,9 +1,12 @@
-// Package classify owns the classification of what two branches did to one
-// Iceberg table since their merge base: fast-forward, disjoint, partition
-// overlap, file conflict or structural, with the evidence (the snapshots
-// each side added, the partitions they touched, the data and delete files
-// they added and removed). The report (Table) is the document a dry-run
-// merge returns; README.md describes its JSON.
+// Package classify decides what two branches did to one Iceberg table since
+// their merge base.
+//
+// It owns the classification of what two branches did to one Iceberg table
+// since their merge base: fast-forward, disjoint, partition overlap, file
+// conflict or structural, with the evidence (the snapshots each side added,
+// the partitions they touched, the data and delete files they added and
+// removed). The report (Table) is the document a dry-run merge returns;
+// README.md describes its JSON.
 //
 // It reads table metadata and manifests through icebergtable's warehouse
 // file IO, and only what the snapshots added since the base wrote: their

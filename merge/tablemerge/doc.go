@@ -1,9 +1,11 @@
-// Package tablemerge is the Iceberg writing side of floe's merge engine: it
-// cherry-picks snapshots from one lineage of a table onto the head of
-// another, writing new manifest lists and returning new table metadata.
-// The server's zero-retry appends (an append whose parent went stale is
-// re-parented onto the new head) and the Iceberg-aware merges and rebases
-// are built on it.
+// Package tablemerge writes the Iceberg side of a merge: cherry-picks,
+// replays, delete unions, row merges.
+//
+// It is the Iceberg writing side of floe's merge engine: it cherry-picks
+// snapshots from one lineage of a table onto the head of another, writing
+// new manifest lists and returning new table metadata. The server's
+// zero-retry appends (an append whose parent went stale is re-parented onto
+// the new head) and the Iceberg-aware merges and rebases are built on it.
 //
 // A cherry-pick re-lists the source snapshot's own manifests after the
 // target head's: data and delete files are never copied or rewritten;

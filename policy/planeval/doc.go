@@ -1,6 +1,9 @@
-// Package planeval evaluates OPA query plans: the intermediate
-// representation (package ir) that OPA's planner makes of a Rego query,
-// the same form `opa build -t plan` writes and OPA's Wasm compiler reads.
+// Package planeval evaluates OPA's compiled query plans, faster than OPA's
+// topdown.
+//
+// It evaluates OPA query plans: the intermediate representation (package ir)
+// that OPA's planner makes of a Rego query, the same form `opa build -t
+// plan` writes and OPA's Wasm compiler reads.
 //
 // Rego's own evaluator (topdown) unifies terms, keeps binding lists and
 // backtracks, which costs tens of microseconds and hundreds of

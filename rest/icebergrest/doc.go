@@ -1,7 +1,8 @@
-// Package icebergrest is floe's Apache Iceberg REST catalog facade: it owns
-// the translation between the Iceberg REST API (routes, JSON shapes, the
-// error model, requirement and update semantics, metadata.json files in the
-// warehouse) and version-store commits.
+// Package icebergrest is floe's Apache Iceberg REST catalog facade.
+//
+// It owns the translation between the Iceberg REST API (routes, JSON shapes,
+// the error model, requirement and update semantics, metadata.json files in
+// the warehouse) and version-store commits.
 //
 // The catalog branch is chosen by the warehouse a client asks for:
 // "lake" is the default branch, "lake@etl/daily" that branch, and a tag or

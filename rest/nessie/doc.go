@@ -1,11 +1,12 @@
-// Package nessie is floe's Project Nessie REST API v2, served under
-// /api/v2: references (branches, tags, detached hashes and Nessie's
-// relative reference notation), entries, contents, commit log, diff,
-// commits, merges and transplants, with Nessie's JSON shapes, content-key
-// path encodings (legacy and spec 2.2.0) and error model. It translates
-// requests into calls on the version store, which already holds Nessie's
-// semantics; tables written through the Iceberg REST facade share that
-// store and so appear here, and the other way round.
+// Package nessie is floe's Project Nessie REST API v2, served under /api/v2.
+//
+// References (branches, tags, detached hashes and Nessie's relative
+// reference notation), entries, contents, commit log, diff, commits, merges
+// and transplants, with Nessie's JSON shapes, content-key path encodings
+// (legacy and spec 2.2.0) and error model. It translates requests into calls
+// on the version store, which already holds Nessie's semantics; tables
+// written through the Iceberg REST facade share that store and so appear
+// here, and the other way round.
 //
 // Listing filters are CEL expressions, checked against the variables and
 // types Nessie declares for each listing and bounded in cost (filter.go).

@@ -1,9 +1,12 @@
-// Package storeexport writes a version store's whole history to one
-// portable file and reads it back into an empty store: every object
-// (commits, tree nodes, content values), the references, the reference log
-// and the records, in a documented, versioned, streaming format (see
-// README.md, "Format"). It is how an operator moves a catalog from the
-// embedded Pebble store to PostgreSQL, or from one machine to another.
+// Package storeexport writes a store's whole history to one portable file
+// and reads it back.
+//
+// It writes a version store's whole history to one portable file and reads
+// it back into an empty store: every object (commits, tree nodes, content
+// values), the references, the reference log and the records, in a
+// documented, versioned, streaming format (see README.md, "Format"). It is
+// how an operator moves a catalog from the embedded Pebble store to
+// PostgreSQL, or from one machine to another.
 //
 // It works through versionstore/backend only, byte for byte: it never
 // decodes an object, so the file holds exactly what the source stored and

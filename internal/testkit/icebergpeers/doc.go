@@ -1,14 +1,17 @@
-// Command icebergpeers measures floe side by side with two peers on the
-// Iceberg REST catalog API: Apache Iceberg's reference REST server
-// (RESTCatalogServer on a JDBC catalog over SQLite) and Project Nessie's
-// /iceberg endpoint. One client, raw net/http and JSON (client.go, over
-// internal/testkit/benchhttp), sends the same bytes to every server; `make
-// bench-peers` runs it through run.sh, which starts the servers on
-// loopback (with internal/testkit/peers.sh, shared with internal/testkit/peerbench) and
-// passes each one's URL and process id with -peer. Answers a workload
-// does not look at are read to the end and dropped, not decoded, and a
-// loaded table's answer is decoded only for the table UUID it is
-// checked by: the driver shares the cores it measures the servers on.
+// Command icebergpeers measures floe beside two peers on the Iceberg REST
+// catalog API.
+//
+// It measures floe side by side with two peers on the Iceberg REST catalog
+// API: Apache Iceberg's reference REST server (RESTCatalogServer on a JDBC
+// catalog over SQLite) and Project Nessie's /iceberg endpoint. One client,
+// raw net/http and JSON (client.go, over internal/testkit/benchhttp), sends
+// the same bytes to every server; `make bench-peers` runs it through run.sh,
+// which starts the servers on loopback (with internal/testkit/peers.sh,
+// shared with internal/testkit/peerbench) and passes each one's URL and
+// process id with -peer. Answers a workload does not look at are read to the
+// end and dropped, not decoded, and a loaded table's answer is decoded only
+// for the table UUID it is checked by: the driver shares the cores it
+// measures the servers on.
 //
 // The workloads (workload.go): property commits on distinct tables with
 // 1, 8 and 32 clients; appends to one hot table with 8 and 32 clients,

@@ -1,8 +1,10 @@
-// Package peerbench measures floe side by side with Project Nessie: the
-// same Go client and the same workloads on Nessie's REST API v2, which
-// both servers speak, against every server whose URL is given, so one
-// `make bench` table shows `Commit/server=floe/clients=16` next to
-// `Commit/server=nessie/clients=16`.
+// Package peerbench measures floe beside Project Nessie on Nessie's REST API
+// v2.
+//
+// It measures floe side by side with Project Nessie: the same Go client and
+// the same workloads on Nessie's REST API v2, which both servers speak,
+// against every server whose URL is given, so one `make bench` table shows
+// `Commit/server=floe/clients=16` next to `Commit/server=nessie/clients=16`.
 //
 // It owns the benchmark client (client.go: Nessie's paths and types over
 // internal/testkit/benchhttp's raw net/http and JSON, one keep-alive pool sized to

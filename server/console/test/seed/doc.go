@@ -1,7 +1,9 @@
 // Command seed writes the data the console's browser test looks at into a
-// running floe, through iceberg-go (tables, snapshots, a schema change, a
-// view) and the Nessie API v2 (branches, a tag, a merge), as a real user's
-// engines would. It is run by server/console/test/run.sh; it is no part of floe.
+// running floe.
+//
+// Through iceberg-go (tables, snapshots, a schema change, a view) and the
+// Nessie API v2 (branches, a tag, a merge), as a real user's engines would.
+// It is run by server/console/test/run.sh; it is no part of floe.
 //
 // What it leaves: on main (by merges of a branch ingest/staging, as the default
 // policy lets main be written only through merges), tables sales.orders (partitioned by region),
