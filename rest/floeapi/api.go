@@ -17,6 +17,7 @@ import (
 	"github.com/floe-catalog/floe/housekeeping/refretention"
 	"github.com/floe-catalog/floe/merge/mergequeue"
 	"github.com/floe-catalog/floe/rest/authz"
+	"github.com/floe-catalog/floe/rest/httpapi"
 	"github.com/floe-catalog/floe/versionstore"
 	"github.com/floe-catalog/floe/versionstore/storebackup"
 )
@@ -46,7 +47,7 @@ type Deps struct {
 	// Authenticate, if set, wraps every route: it names the caller or
 	// refuses the request through onError, which answers 401 in this
 	// API's error model. nil serves everybody.
-	Authenticate func(onError func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler
+	Authenticate httpapi.Authenticate
 	// Guard asks the policy engine about every operation; nil allows
 	// everything.
 	Guard *authz.Guard
@@ -113,14 +114,15 @@ func New(deps Deps) (*API, error) {
 }
 
 // route is one operation: handler answers with a value to encode as JSON
-// (status 200 unless it is a *reply) or an error in the API's model.
+// (status 200 unless it is a *reply; see answer) or an error in the API's
+// model. Register turns each into an httpapi.Route.
 type route struct {
 	method, path string
 	handler      func(*http.Request) (any, error)
 }
 
 // longRunning is a handler's answer whose work runs past the server's
-// write timeout: handle lifts the write deadline to timeout, then runs it.
+// write timeout: answer lifts the write deadline to timeout, then runs it.
 type longRunning struct {
 	timeout time.Duration
 	run     func() (any, error)
@@ -150,30 +152,31 @@ func (a *API) routes() []route {
 
 // Register adds the API's routes under Prefix to r, behind authentication
 // when deps set it (the OpenAPI document is public, like /healthz).
-func (a *API) Register(r *mux.Router, authenticate func(onError func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler) {
-	wrap := func(h http.Handler) http.Handler { return h }
-	if authenticate != nil {
-		wrap = authenticate(a.unauthenticated)
-	}
-	r.HandleFunc(Prefix+"/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/yaml")
-		_, _ = w.Write(OpenAPI)
-	}).Methods(http.MethodGet)
+func (a *API) Register(r *mux.Router, authenticate httpapi.Authenticate) {
+	web := httpapi.API{Prefix: Prefix, Encode: a.writeError, Unauthenticated: a.unauthenticated, Authenticate: authenticate}
+	web.Register(r, httpapi.Route{Method: http.MethodGet, Path: "/openapi.yaml", Public: true,
+		Handler: func(w http.ResponseWriter, _ *http.Request) error {
+			w.Header().Set("Content-Type", "application/yaml")
+			_, _ = w.Write(OpenAPI)
+			return nil
+		}})
 	for _, rt := range a.routes() {
 		if rt.handler == nil {
 			continue
 		}
-		r.Handle(Prefix+rt.path, wrap(a.handle(rt.handler))).Methods(rt.method)
+		web.Register(r, httpapi.Route{Method: rt.method, Path: rt.path, Handler: a.answer(rt.handler)})
 	}
 	// Anything else under the prefix answers in this API's error model.
-	r.PathPrefix(Prefix + "/").Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a.writeError(w, r, notFound("no operation %s %s in floe's API (see %s/openapi.yaml)", r.Method, r.URL.Path, Prefix))
-	}))
+	web.NotFound(r, func(r *http.Request) error {
+		return notFound("no operation %s %s in floe's API (see %s/openapi.yaml)", r.Method, r.URL.Path, Prefix)
+	})
 }
 
-// handle turns a route's handler into an http.Handler.
-func (a *API) handle(h func(*http.Request) (any, error)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// answer sends what a route's handler answers: a value encoded as JSON
+// with status 200, a *reply with another status, a *longRunning's answer
+// after lifting the write deadline, a streamed answer as it writes itself.
+func (a *API) answer(h func(*http.Request) (any, error)) httpapi.Handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
 		v, err := h(r)
 		if lr, ok := v.(*longRunning); ok && err == nil {
 			// A writer without deadlines (a test's recorder) keeps none.
@@ -181,19 +184,19 @@ func (a *API) handle(h func(*http.Request) (any, error)) http.Handler {
 			v, err = lr.run()
 		}
 		if err != nil {
-			a.writeError(w, r, err)
-			return
+			return err
 		}
 		if s, ok := v.(streamed); ok {
 			s(w)
-			return
+			return nil
 		}
 		status := http.StatusOK
 		if rp, ok := v.(*reply); ok {
 			status, v = rp.status, rp.body
 		}
 		writeJSON(w, status, v)
-	})
+		return nil
+	}
 }
 
 // decode reads a JSON request body into v, refusing unknown fields so a

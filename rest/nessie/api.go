@@ -16,6 +16,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/floe-catalog/floe/rest/authz"
+	"github.com/floe-catalog/floe/rest/httpapi"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -48,7 +49,7 @@ type Deps struct {
 	// Authenticate, if set, wraps every route: it names the caller or
 	// refuses the request through onError, which answers 401 in Nessie's
 	// error model. nil serves everybody as DefaultPrincipal.
-	Authenticate func(onError func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler
+	Authenticate httpapi.Authenticate
 	// Guard asks the policy engine about every read and write; nil allows
 	// everything.
 	Guard *authz.Guard
@@ -108,53 +109,45 @@ func Register(r *mux.Router, deps Deps) error {
 	if a.principal == nil {
 		a.principal = func(*http.Request) string { return DefaultPrincipal }
 	}
-	routes := []struct {
-		method, path string
-		h            func(*http.Request) (any, error)
-	}{
-		{http.MethodGet, "/config", a.getConfig},
-		{http.MethodGet, "/config/repository", a.getRepositoryConfig},
-		{http.MethodGet, "/trees", a.listReferences},
-		{http.MethodPost, "/trees", a.createReference},
-		{http.MethodGet, "/trees/{ref}", a.getReference},
-		{http.MethodPut, "/trees/{ref}", a.assignReference},
-		{http.MethodDelete, "/trees/{ref}", a.deleteReference},
-		{http.MethodGet, "/trees/{ref}/entries", a.getEntries},
-		{http.MethodGet, "/trees/{ref}/contents/{key}", a.getContent},
-		{http.MethodGet, "/trees/{ref}/contents", a.getMultipleContents},
-		{http.MethodPost, "/trees/{ref}/contents", a.postMultipleContents},
-		{http.MethodGet, "/trees/{ref}/history", a.getHistory},
-		{http.MethodGet, "/trees/{ref}/recent-changes", a.recentChanges},
-		{http.MethodGet, "/trees/{from}/diff/{to}", a.getDiff},
-		{http.MethodPost, "/trees/{ref}/history/commit", a.commit},
-		{http.MethodPost, "/trees/{ref}/history/merge", a.merge},
-		{http.MethodPost, "/trees/{ref}/history/transplant", a.transplant},
-	}
-	authenticate := func(h http.Handler) http.Handler { return h }
-	if deps.Authenticate != nil {
-		authenticate = deps.Authenticate(a.unauthenticated)
-	}
-	for _, rt := range routes {
-		r.Handle(Prefix+rt.path, authenticate(a.handle(rt.h))).Methods(rt.method)
-	}
+	web := httpapi.API{Prefix: Prefix, Encode: a.writeError, Unauthenticated: a.unauthenticated, Authenticate: deps.Authenticate}
+	web.Register(r,
+		a.route(http.MethodGet, "/config", a.getConfig),
+		a.route(http.MethodGet, "/config/repository", a.getRepositoryConfig),
+		a.route(http.MethodGet, "/trees", a.listReferences),
+		a.route(http.MethodPost, "/trees", a.createReference),
+		a.route(http.MethodGet, "/trees/{ref}", a.getReference),
+		a.route(http.MethodPut, "/trees/{ref}", a.assignReference),
+		a.route(http.MethodDelete, "/trees/{ref}", a.deleteReference),
+		a.route(http.MethodGet, "/trees/{ref}/entries", a.getEntries),
+		a.route(http.MethodGet, "/trees/{ref}/contents/{key}", a.getContent),
+		a.route(http.MethodGet, "/trees/{ref}/contents", a.getMultipleContents),
+		a.route(http.MethodPost, "/trees/{ref}/contents", a.postMultipleContents),
+		a.route(http.MethodGet, "/trees/{ref}/history", a.getHistory),
+		a.route(http.MethodGet, "/trees/{ref}/recent-changes", a.recentChanges),
+		a.route(http.MethodGet, "/trees/{from}/diff/{to}", a.getDiff),
+		a.route(http.MethodPost, "/trees/{ref}/history/commit", a.commit),
+		a.route(http.MethodPost, "/trees/{ref}/history/merge", a.merge),
+		a.route(http.MethodPost, "/trees/{ref}/history/transplant", a.transplant),
+	)
 	// Anything else under the prefix answers in Nessie's error model.
-	r.PathPrefix(Prefix + "/").HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, a.logger, &apiError{status: http.StatusNotFound, code: codeNotFound,
-			msg: fmt.Sprintf("no Nessie API v2 endpoint for %s %s", r.Method, r.URL.EscapedPath())})
+	web.NotFound(r, func(r *http.Request) error {
+		return &apiError{status: http.StatusNotFound, code: codeNotFound,
+			msg: fmt.Sprintf("no Nessie API v2 endpoint for %s %s", r.Method, r.URL.EscapedPath())}
 	})
 	return nil
 }
 
-// handle adapts a handler returning a response body or an error.
-func (a *api) handle(h func(*http.Request) (any, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+// route is an operation whose handler answers a body, sent as JSON with
+// status 200, or an error.
+func (a *api) route(method, path string, h func(*http.Request) (any, error)) httpapi.Route {
+	return httpapi.Route{Method: method, Path: path, Handler: func(w http.ResponseWriter, r *http.Request) error {
 		body, err := h(r)
 		if err != nil {
-			writeError(w, r, a.logger, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, body)
-	}
+		return nil
+	}}
 }
 
 func writeJSON(w http.ResponseWriter, status int, body any) {

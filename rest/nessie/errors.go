@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 
@@ -119,10 +118,11 @@ func classify(err error) *apiError {
 	}
 }
 
-func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
+// writeError answers err in Nessie's error model.
+func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ae := classify(err)
 	if ae.status >= 500 {
-		logger.ErrorContext(r.Context(), "nessie API request failed", "method", r.Method, "path", r.URL.EscapedPath(), "error", err)
+		a.logger.ErrorContext(r.Context(), "nessie API request failed", "method", r.Method, "path", r.URL.EscapedPath(), "error", err)
 	}
 	writeJSON(w, ae.status, errorBody{
 		Status: ae.status, Reason: http.StatusText(ae.status), Message: ae.msg,
