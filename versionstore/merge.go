@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 )
 
 // MergeBehavior says how a merge or transplant treats one key.
@@ -87,6 +88,11 @@ type TransplantRequest struct {
 	// Record, if set, is stored in the same durable batch as the replayed
 	// commits, and only if they are written, as MergeRequest.Record.
 	Record *Record
+	// ReplayProperties, by a transplanted commit's hash, are properties
+	// its replay carries besides the commit's own (the merge engine's
+	// record of the tables it resolved in that replay); they win over the
+	// commit's own properties of the same name.
+	ReplayProperties map[Hash]map[string]string
 }
 
 // WriteCheck vets the changes a merge or transplant is about to make on
@@ -767,7 +773,15 @@ func (t *refTxn) planTransplant(ctx context.Context, req TransplantRequest, mode
 		if len(conflicts) > 0 || len(ops) == 0 {
 			continue // keep collecting conflicts; skip empty replays
 		}
-		meta := CommitMeta{Author: src.Author, AuthorTime: src.AuthorTime, Properties: src.Properties}
+		props := src.Properties
+		if extra := req.ReplayProperties[h]; len(extra) > 0 {
+			props = maps.Clone(props)
+			if props == nil {
+				props = map[string]string{}
+			}
+			maps.Copy(props, extra)
+		}
+		meta := CommitMeta{Author: src.Author, AuthorTime: src.AuthorTime, Properties: props}
 		c, err := t.applyOps(ctx, head, ops, meta, req.Committer, src.Message)
 		if err != nil {
 			return nil, withResult(err, res)

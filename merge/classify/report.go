@@ -29,6 +29,36 @@ const (
 	Structural Class = "structural"
 )
 
+// The merge commit's record of each table the merge engine resolved
+// (both sides changed it), as commit properties keyed by the table's
+// dotted name: PropClass+name is its Class, PropResolution+name what the
+// engine did (a Resolution). They are written in the merge commit itself
+// (for a transplant, in the replay of the commit that changed the table),
+// so they are as durable as the merge and read back with it: the change
+// feed reports them. A table the merge took at key level (only the source
+// changed it, or the caller's merge mode decided) has no record.
+const (
+	PropClass      = "floe.merge.class."
+	PropResolution = "floe.merge.resolution."
+)
+
+// Resolution is what the merge engine did with a table it merged.
+type Resolution string
+
+const (
+	// CherryPicked: the source's snapshots were copied onto the target's
+	// head as they are.
+	CherryPicked Resolution = "cherry-picked"
+	// Replayed: at least one snapshot was rebased by replaying its
+	// recorded operation or its file changes (a file conflict resolved).
+	Replayed Resolution = "replayed"
+	// RowMerged: data files rewritten on both sides were merged by row id.
+	RowMerged Resolution = "row-merged"
+	// AlreadyMerged: every snapshot of the source was on the target; only
+	// the source's other metadata changes, if any, were carried.
+	AlreadyMerged Resolution = "already-merged"
+)
+
 // Table is the classification of one table: the document a dry-run merge
 // returns per table that changed on both sides. Slices are never null in
 // JSON, so readers need no null checks.

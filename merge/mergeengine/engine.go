@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -133,6 +134,8 @@ type TableOutcome struct {
 	Classification *classify.Table
 	Merged         bool   // the source's snapshots are on the target's head
 	Reason         string // why it was refused, or what was merged
+	// Resolution is what was done with a merged table; "" if refused.
+	Resolution classify.Resolution
 	// Picked are the snapshots written on the target, oldest first.
 	Picked []table.Snapshot
 }
@@ -226,6 +229,7 @@ func (e *Engine) attempt(ctx context.Context, req versionstore.MergeRequest) (*R
 	return e.finish(ctx, req.DryRun, res, ce, keys, outcomes, refused, &w, func(ctx context.Context) (*versionstore.MergeResult, error) {
 		final := req
 		final.KeyModes = withResolved(req.KeyModes, modes)
+		final.Meta.Properties = withOutcomes(req.Meta.Properties, outcomes)
 		return e.store.Merge(ctx, final)
 	})
 }
@@ -312,6 +316,25 @@ func namesAny(err error, keys []versionstore.ContentKey) bool {
 		}
 	}
 	return false
+}
+
+// withOutcomes is props with the record of each table merged (see
+// classify.PropClass): the merge commit says durably how each table both
+// sides changed was merged. props is not modified.
+func withOutcomes(props map[string]string, outcomes []TableOutcome) map[string]string {
+	out := maps.Clone(props)
+	for _, o := range outcomes {
+		if !o.Merged || o.Classification == nil {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		name := o.Key.String()
+		out[classify.PropClass+name] = string(o.Classification.Class)
+		out[classify.PropResolution+name] = string(o.Resolution)
+	}
+	return out
 }
 
 // withResolved is the caller's key modes with the engine's resolutions: a
@@ -436,10 +459,10 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 		case why != "":
 			return refuse(why)
 		case f != nil:
-			out.Merged, out.Reason = true, "already merged: every snapshot of the source is on the target; carried its changes to the table's structure, properties and refs"
+			out.Merged, out.Resolution, out.Reason = true, classify.AlreadyMerged, "already merged: every snapshot of the source is on the target; carried its changes to the table's structure, properties and refs"
 			return out, icebergtable.TableContent(tgt.ID, f), nil
 		}
-		out.Merged, out.Reason = true, "already merged: every snapshot of the source is on the target"
+		out.Merged, out.Resolution, out.Reason = true, classify.AlreadyMerged, "already merged: every snapshot of the source is on the target"
 		return out, tgt, nil
 	}
 
@@ -540,14 +563,18 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 				c.Reason, PropPartitionOverlap, rule, strings.Join(dups, "; ")))
 		}
 	}
-	out.Merged, out.Picked = true, cp.Snapshots
+	out.Merged, out.Picked, out.Resolution = true, cp.Snapshots, classify.CherryPicked
 	verb := "cherry-picked"
 	if req.DryRun {
 		verb = "would cherry-pick"
 	}
 	out.Reason = fmt.Sprintf("%s: %s %d snapshot(s) of the source onto the target's head", c.Class, verb, len(cp.Snapshots))
 	recorded, byFiles, byRows := replayedCount(cp.Snapshots)
+	if byRows > 0 {
+		out.Resolution = classify.RowMerged
+	}
 	if recorded+byFiles > 0 {
+		out.Resolution = classify.Replayed
 		verb = "rebased"
 		if req.DryRun {
 			verb = "would rebase"

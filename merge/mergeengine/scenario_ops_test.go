@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/floe-catalog/floe/internal/testkit/lakescenario"
+	"github.com/floe-catalog/floe/merge/classify"
 	"github.com/floe-catalog/floe/merge/tablemerge"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -229,7 +231,20 @@ func (d *scenario) head(t *testing.T, td *datadriven.TestData) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fmt.Sprintf("%d parent(s): %s\n", len(c.Parents), mask(c.Message))
+	out := fmt.Sprintf("%d parent(s): %s\n", len(c.Parents), mask(c.Message))
+	// What the commit records of each table the engine resolved, which
+	// the change feed reports (classify.PropClass).
+	var recorded []string
+	for k, v := range c.Properties {
+		if strings.HasPrefix(k, classify.PropClass) || strings.HasPrefix(k, classify.PropResolution) {
+			recorded = append(recorded, k+"="+v)
+		}
+	}
+	slices.Sort(recorded)
+	for _, r := range recorded {
+		out += r + "\n"
+	}
+	return out
 }
 
 func (d *scenario) dryRun(t *testing.T, td *datadriven.TestData) string {

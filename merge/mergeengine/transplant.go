@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/floe-catalog/floe/versionstore"
@@ -76,6 +77,7 @@ func (e *Engine) attemptTransplant(ctx context.Context, req versionstore.Transpl
 	return e.finish(ctx, req.DryRun, res, ce, keys, outcomes, refused, &w, func(ctx context.Context) (*versionstore.MergeResult, error) {
 		final := req
 		final.KeyModes = withResolved(req.KeyModes, modes)
+		final.ReplayProperties = replayOutcomes(req.ReplayProperties, outcomes, changedBy)
 		return e.store.Transplant(ctx, final)
 	})
 }
@@ -106,4 +108,27 @@ func (e *Engine) changingCommits(ctx context.Context, commits []versionstore.Has
 		}
 	}
 	return by, len(by) == len(want), nil
+}
+
+// replayOutcomes is given with the record of each table merged (see
+// classify.PropClass) added to the replay of the commit that changed it.
+// given is not modified.
+func replayOutcomes(given map[versionstore.Hash]map[string]string, outcomes []TableOutcome,
+	changedBy map[string]*versionstore.Commit) map[versionstore.Hash]map[string]string {
+	out := maps.Clone(given)
+	for _, o := range outcomes {
+		c := changedBy[string(o.Key.Encode())]
+		if c == nil {
+			continue
+		}
+		props := withOutcomes(out[c.Hash], []TableOutcome{o})
+		if len(props) == 0 {
+			continue
+		}
+		if out == nil {
+			out = map[versionstore.Hash]map[string]string{}
+		}
+		out[c.Hash] = props
+	}
+	return out
 }
