@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/merge/classify"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -211,10 +213,66 @@ func (d *deriver) commit(ctx context.Context, base Event, c *versionstore.Commit
 	for _, k := range sorted {
 		details.Keys = append(details.Keys, []string(k))
 	}
+	if typ != CommitMade {
+		if details.Tables, err = d.mergeTables(ctx, c, typ, changes); err != nil {
+			return nil, err
+		}
+	}
 	ev.Details = details
 	cev := base
 	cev.Commit, cev.Principal = ev.Commit, ev.Principal
 	return append([]Event{ev}, d.contentEvents(ctx, cev, changes, c.Properties, via)...), nil
+}
+
+// mergeTables says how a merge or transplant commit brought each Iceberg
+// table it changed (TableMerge), from what the commit recorded
+// (classify.PropClass) and, for a merge's other tables, whether the
+// target had changed the table since the merge base. Everything it reads
+// is immutable, so the answer never changes.
+func (d *deriver) mergeTables(ctx context.Context, c *versionstore.Commit, typ Type, changes []change) ([]TableMerge, error) {
+	var out []TableMerge
+	var unrecorded []versionstore.ContentKey
+	for _, ch := range changes {
+		isTable := (ch.after != nil && ch.after.Type == versionstore.IcebergTable) ||
+			(ch.after == nil && ch.before != nil && ch.before.Type == versionstore.IcebergTable)
+		if !isTable {
+			continue
+		}
+		name := ch.key.String()
+		class, ok := c.Properties[classify.PropClass+name]
+		if ok {
+			out = append(out, TableMerge{Key: []string(ch.key), Class: class, Resolution: c.Properties[classify.PropResolution+name]})
+			continue
+		}
+		if typ == MergeMade && len(c.Parents) == 2 {
+			unrecorded = append(unrecorded, ch.key)
+		}
+	}
+	if len(unrecorded) > 0 {
+		mb, err := d.store.MergeBase(ctx, c.Parents[0], c.Parents[1])
+		if err != nil {
+			return nil, fmt.Errorf("merge base of %s: %w", c.Hash, err)
+		}
+		atBase, err := d.store.GetContents(ctx, mb, unrecorded)
+		if err != nil {
+			return nil, err
+		}
+		atTarget, err := d.store.GetContents(ctx, c.Parents[0], unrecorded)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range unrecorded {
+			enc := string(k.Encode())
+			b, t := atBase[enc], atTarget[enc]
+			if (b == nil && t == nil) || (b != nil && t != nil && b.Equal(t)) {
+				out = append(out, TableMerge{Key: []string(k), Class: string(classify.FastForward)})
+			} else {
+				out = append(out, TableMerge{Key: []string(k), Resolution: ResolutionMergeMode})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b TableMerge) int { return slices.Compare(a.Key, b.Key) })
+	return out, nil
 }
 
 // contentEvents reports each change that changed something, in the order
@@ -265,11 +323,39 @@ func (d *deriver) contentEvents(ctx context.Context, base Event, changes []chang
 		}
 		if c.Type != versionstore.Namespace {
 			cc.Iceberg = d.iceberg(ctx, ch, ops, changesOf)
+		} else if ch.after != nil {
+			cc.Properties = maps.Clone(ch.after.Properties)
+			if ch.before != nil {
+				cc.UpdatedProperties, cc.RemovedProperties = propertyChanges(ch.before.Properties, ch.after.Properties)
+			}
 		}
 		ev.Content = cc
 		out = append(out, ev)
 	}
+	for i := range out {
+		out[i].Content.Count = len(out)
+	}
 	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// propertyChanges names the properties after sets anew or differently, and
+// those it no longer has, each sorted.
+func propertyChanges(before, after map[string]string) (updated, removed []string) {
+	for k, v := range after {
+		if old, ok := before[k]; !ok || old != v {
+			updated = append(updated, k)
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			removed = append(removed, k)
+		}
+	}
+	slices.Sort(updated)
+	slices.Sort(removed)
+	return updated, removed
 }
 
 func kindOf(t versionstore.ContentType, ns, table, view Type) Type {
@@ -294,7 +380,21 @@ func (d *deriver) iceberg(ctx context.Context, ch change, ops func(string) strin
 	if ch.after == nil {
 		return ic
 	}
-	ic.MetadataLocation, ic.SnapshotID = ch.after.MetadataLocation, ch.after.SnapshotID
+	ic.MetadataLocation, ic.SnapshotID, ic.UUID = ch.after.MetadataLocation, ch.after.SnapshotID, ch.after.UUID
+	a, b := ch.after, ch.before
+	if ch.after.Type == versionstore.IcebergTable {
+		if b == nil || b.SchemaID != a.SchemaID {
+			ic.SchemaID = ptr(a.SchemaID)
+		}
+		if b == nil || b.SpecID != a.SpecID {
+			ic.SpecID = ptr(a.SpecID)
+		}
+		if b == nil || b.SortOrderID != a.SortOrderID {
+			ic.SortOrderID = ptr(a.SortOrderID)
+		}
+	} else if b == nil || b.VersionID != a.VersionID {
+		ic.VersionID = ptr(a.VersionID)
+	}
 	if d.summaries == nil || ch.after.Type != versionstore.IcebergTable || ch.after.SnapshotID <= 0 ||
 		(ch.before != nil && ch.before.SnapshotID == ch.after.SnapshotID) {
 		return ic

@@ -146,7 +146,30 @@ type CommitDetails struct {
 	// Properties are the commit's properties as stored (merge
 	// provenance, the merge queue's request, Iceberg operation records).
 	Properties map[string]string `json:"properties,omitempty"`
+	// Tables says, for a merge or transplant, how each Iceberg table it
+	// changed was merged, in key order.
+	Tables []TableMerge `json:"tables,omitempty"`
 }
+
+// TableMerge is how a merge or transplant brought one table's change.
+// Class and Resolution are what the merge commit recorded for a table the
+// merge engine resolved (both sides changed it): the classification
+// (disjoint, partition-overlap, file-conflict, fast-forward when every
+// snapshot was already there) and what was done (cherry-picked, replayed,
+// row-merged, already-merged). A merge's table the target had not
+// changed since the merge base is Class fast-forward with no
+// Resolution; one both sides changed that the engine did not resolve
+// (the caller's merge mode, such as FORCE, decided) has Resolution
+// merge-mode and no Class. A transplant reports only what it recorded.
+type TableMerge struct {
+	Key        []string `json:"key"`
+	Class      string   `json:"class,omitempty"`
+	Resolution string   `json:"resolution,omitempty"`
+}
+
+// ResolutionMergeMode is TableMerge.Resolution of a table both sides
+// changed whose merge the caller's merge mode decided.
+const ResolutionMergeMode = "merge-mode"
 
 // ContentChange describes namespace.*, table.* and view.* events.
 type ContentChange struct {
@@ -160,8 +183,18 @@ type ContentChange struct {
 	// "transplant", or "assign" when the branch was moved to a commit
 	// that does not descend from its head and the change is the
 	// difference of the two trees.
-	Via     string         `json:"via"`
+	Via string `json:"via"`
+	// Count is how many content events the commit (or, for via
+	// "assign", the move) brought, this one included: events of one
+	// request share Commit, and a consumer knows when it has all of them.
+	Count   int            `json:"count"`
 	Iceberg *IcebergChange `json:"iceberg,omitempty"`
+	// Properties are a namespace's properties after it was created or
+	// updated; UpdatedProperties and RemovedProperties name those an
+	// update set and removed, in order.
+	Properties        map[string]string `json:"properties,omitempty"`
+	UpdatedProperties []string          `json:"updatedProperties,omitempty"`
+	RemovedProperties []string          `json:"removedProperties,omitempty"`
 }
 
 // IcebergChange is what a table or view event knows of the Iceberg
@@ -179,6 +212,15 @@ type IcebergChange struct {
 	PreviousMetadataLocation string   `json:"previousMetadataLocation,omitempty"`
 	SnapshotID               int64    `json:"snapshotId,omitempty"`
 	PreviousSnapshotID       int64    `json:"previousSnapshotId,omitempty"`
+	// UUID is the table-uuid or view-uuid of the metadata.
+	UUID string `json:"uuid,omitempty"`
+	// SchemaID, SpecID and SortOrderID (tables) and VersionID (views)
+	// are the current ids after the change, each given when the entry was
+	// created or the id changed.
+	SchemaID    *int32 `json:"schemaId,omitempty"`
+	SpecID      *int32 `json:"specId,omitempty"`
+	SortOrderID *int32 `json:"sortOrderId,omitempty"`
+	VersionID   *int64 `json:"versionId,omitempty"`
 	// Summary is the current snapshot's summary (added-records,
 	// deleted-records, added-data-files, deleted-data-files,
 	// changed-partition-count, ...), when the snapshot changed.

@@ -155,7 +155,7 @@ func parseKey(s string) versionstore.ContentKey {
 
 // commit BRANCH [by=PRINCIPAL], input lines:
 //
-//	put namespace KEY
+//	put namespace KEY [NAME=VALUE...]
 //	put table|view KEY LOCATION [SNAPSHOT-ID]
 //	delete KEY
 //	rename FROM TO        (delete FROM, put its content under TO)
@@ -192,6 +192,13 @@ func (d *scenario) commit(t *testing.T, td *datadriven.TestData) string {
 			switch f[1] {
 			case "namespace":
 				c.Type = versionstore.Namespace
+				for _, kv := range f[3:] {
+					k, v, _ := strings.Cut(kv, "=")
+					if c.Properties == nil {
+						c.Properties = map[string]string{}
+					}
+					c.Properties[k] = v
+				}
 			case "table", "view":
 				c.Type = versionstore.IcebergTable
 				if f[1] == "view" {
@@ -263,12 +270,37 @@ func (d *scenario) deleteRef(t *testing.T, td *datadriven.TestData) string {
 func (d *scenario) merge(t *testing.T, td *datadriven.TestData) string {
 	w := words(td)
 	target := arg(t, td, "into", "main")
+	// Input lines "prop NAME=VALUE" are the merge commit's properties (as
+	// the merge engine records its classification); force=K,L merges those
+	// keys with the FORCE mode.
+	var props map[string]string
+	for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
+		if nv, ok := strings.CutPrefix(strings.TrimSpace(line), "prop "); ok {
+			n, v, _ := strings.Cut(nv, "=")
+			if props == nil {
+				props = map[string]string{}
+			}
+			props[n] = v
+		}
+	}
 	res, err := d.s.Merge(t.Context(), versionstore.MergeRequest{Target: target, ExpectedTarget: head(t, d, td, target),
-		From: d.resolve(t, td, w[0]), FromRef: w[0], Committer: arg(t, td, "by", "scenario")})
+		From: d.resolve(t, td, w[0]), FromRef: w[0], Committer: arg(t, td, "by", "scenario"), KeyModes: forced(t, td),
+		Meta: versionstore.CommitMeta{Properties: props}})
 	if err != nil {
 		return "error: " + err.Error() + "\n"
 	}
 	return fmt.Sprintf("%s -> %s\n", target, d.name(res.ResultantHash))
+}
+
+// forced is the FORCE merge mode for each key of the argument force=K,L.
+func forced(t *testing.T, td *datadriven.TestData) []versionstore.KeyMergeMode {
+	var modes []versionstore.KeyMergeMode
+	if f := arg(t, td, "force", ""); f != "" {
+		for _, k := range strings.Split(f, ",") {
+			modes = append(modes, versionstore.KeyMergeMode{Key: parseKey(k), Behavior: versionstore.MergeForce})
+		}
+	}
+	return modes
 }
 
 // transplant COMMIT... onto=TARGET
@@ -278,8 +310,26 @@ func (d *scenario) transplant(t *testing.T, td *datadriven.TestData) string {
 	for _, w := range words(td) {
 		commits = append(commits, d.resolve(t, td, w))
 	}
+	// Input lines "prop COMMIT NAME=VALUE" are properties the replay of
+	// COMMIT carries (as the merge engine records its classification).
+	var replay map[versionstore.Hash]map[string]string
+	for _, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[0] != "prop" {
+			continue
+		}
+		h := d.resolve(t, td, f[1])
+		n, v, _ := strings.Cut(f[2], "=")
+		if replay == nil {
+			replay = map[versionstore.Hash]map[string]string{}
+		}
+		if replay[h] == nil {
+			replay[h] = map[string]string{}
+		}
+		replay[h][n] = v
+	}
 	res, err := d.s.Transplant(t.Context(), versionstore.TransplantRequest{Target: target, ExpectedTarget: head(t, d, td, target),
-		Commits: commits, Committer: arg(t, td, "by", "scenario")})
+		Commits: commits, Committer: arg(t, td, "by", "scenario"), ReplayProperties: replay, KeyModes: forced(t, td)})
 	if err != nil {
 		return "error: " + err.Error() + "\n"
 	}
@@ -399,6 +449,13 @@ func (d *scenario) describe(ev changefeed.Event) string {
 		if c.Operation != "" {
 			fmt.Fprintf(&b, " op=%s", c.Operation)
 		}
+		if len(c.Tables) > 0 {
+			var tables []string
+			for _, tm := range c.Tables {
+				tables = append(tables, strings.Join(tm.Key, ".")+":"+orDash(tm.Class)+":"+orDash(tm.Resolution))
+			}
+			fmt.Fprintf(&b, " tables=%s", strings.Join(tables, ","))
+		}
 	}
 	if c := ev.Content; c != nil {
 		fmt.Fprintf(&b, " %s", strings.Join(c.Key, "."))
@@ -410,7 +467,18 @@ func (d *scenario) describe(ev changefeed.Event) string {
 			id = fmt.Sprintf("e%d", len(d.ids)+1)
 			d.ids[c.ID] = id
 		}
-		fmt.Fprintf(&b, " id=%s via=%s", id, c.Via)
+		fmt.Fprintf(&b, " id=%s via=%s of=%d", id, c.Via, c.Count)
+		if c.Properties != nil {
+			var props []string
+			for k, v := range c.Properties {
+				props = append(props, k+"="+v)
+			}
+			slices.Sort(props)
+			fmt.Fprintf(&b, " props=%s", strings.Join(props, ","))
+		}
+		if len(c.UpdatedProperties)+len(c.RemovedProperties) > 0 {
+			fmt.Fprintf(&b, " set=%s unset=%s", strings.Join(c.UpdatedProperties, ","), strings.Join(c.RemovedProperties, ","))
+		}
 		if ic := c.Iceberg; ic != nil {
 			if ic.Operation != "" {
 				fmt.Fprintf(&b, " op=%s", ic.Operation)
