@@ -5,11 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"runtime"
 	"slices"
 	"time"
 
+	"github.com/floe-catalog/floe/internal/backoff"
 	"github.com/floe-catalog/floe/versionstore/backend"
 )
 
@@ -411,13 +411,10 @@ func (s *Store) maxRetries() int {
 }
 
 // backendRetryPause is how long the committer waits before its n-th retry
-// (n from 1) after another process moved the reference: uniformly random
-// up to 1ms·2^(n-1), at most 64ms, so that replicas contending for one
-// branch fall out of step.
-func backendRetryPause(n int) time.Duration {
-	limit := time.Millisecond << min(n-1, 6)
-	return rand.N(limit)
-}
+// (n from 1) after another process moved the reference: steps of
+// 1ms·2^(n-1), at most 64ms, with jitter, so that replicas contending for
+// one branch fall out of step.
+var backendRetryPause = backoff.Policy{Base: time.Millisecond, Max: 64 * time.Millisecond}
 
 // preparedRound is a round applied in memory, with the batch that makes it
 // durable.
@@ -675,7 +672,7 @@ func (s *Store) complete(name string, q *refQueue, p *preparedRound) bool {
 			// at once mostly reads a head its next batch is about to replace,
 			// so the round would lose every retry in a row. A random pause,
 			// growing with each retry, lets that batch land first.
-			time.Sleep(backendRetryPause(retries))
+			time.Sleep(backendRetryPause.Delay(retries))
 			if err := s.reloadRef(name); err != nil {
 				return s.failRound(name, q, p, err)
 			}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/floe-catalog/floe/internal/backoff"
 )
 
 // diskGuard stands between Pebble and the file system so that a disk which
@@ -123,14 +125,13 @@ func (g *diskGuard) do(op func() error) error {
 	}
 	g.begin(err)
 	defer g.end()
-	wait := guardRetryMin
-	for {
-		time.Sleep(wait)
+	wait := backoff.Policy{Base: guardRetryMin, Max: guardRetryMax}
+	for n := 1; ; n++ {
+		time.Sleep(wait.Delay(n))
 		if err = op(); err == nil || !isRefusal(err) {
 			return err
 		}
 		g.note(err)
-		wait = min(2*wait, guardRetryMax)
 	}
 }
 
