@@ -59,6 +59,7 @@ func (s *Store) Log(ctx context.Context, head Hash, opts LogOptions) ([]*Commit,
 }
 
 // RefLog lists reference moves, newest first, optionally for one ref.
+// Events appended to the log (AppendEvent) are not moves and are left out.
 func (s *Store) RefLog(ctx context.Context, ref string, limit int, pageToken string) ([]*RefLogEntry, string, error) {
 	var before uint64
 	if pageToken != "" {
@@ -82,8 +83,8 @@ func (s *Store) RefLog(ctx context.Context, ref string, limit int, pageToken str
 				return nil, "", err
 			}
 			before = r.Seq
-			if ref != "" && e.Ref != ref {
-				continue
+			if e.Op == RefLogEvent || (ref != "" && e.Ref != ref) {
+				continue // an event moves no reference (logevent.go)
 			}
 			if len(out) == limit {
 				return out, fmt.Sprint(e.Seq + 1), nil
