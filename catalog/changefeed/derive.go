@@ -59,6 +59,8 @@ func (d *deriver) derive(ctx context.Context, e *versionstore.RefLogEntry) ([]Ev
 		if c, err = d.store.ReadCommit(ctx, e.To); err == nil {
 			out, err = d.commit(ctx, base, c, e.Op)
 		}
+	case versionstore.RefLogEvent:
+		out, err = d.logEvent(ctx, base, e)
 	default:
 		// An operation this version does not know has no events; the
 		// entry still advances the cursor.

@@ -43,6 +43,16 @@ const (
 	MergeMade Type = "merge"
 	// TransplantMade is one commit replayed onto the branch.
 	TransplantMade Type = "transplant"
+
+	// QueueChanged is a merge-queue request's change of state, on its
+	// target branch (catalogevents.go).
+	QueueChanged Type = "queue.changed"
+	// GCCompleted is a garbage collection run that deleted files; it is
+	// on no reference.
+	GCCompleted Type = "gc.completed"
+	// PolicyActivated is a policy bundle a replica activated; it is on
+	// no reference.
+	PolicyActivated Type = "policy.activated"
 )
 
 // Types lists every event type, in the order of the constants.
@@ -53,6 +63,7 @@ func Types() []Type {
 		ViewCreated, ViewUpdated, ViewRenamed, ViewDropped,
 		BranchCreated, BranchMoved, BranchDeleted, TagCreated, TagMoved, TagDeleted,
 		CommitMade, MergeMade, TransplantMade,
+		QueueChanged, GCCompleted, PolicyActivated,
 	}
 }
 
@@ -104,7 +115,9 @@ type Event struct {
 	// ID is the event's cursor: reading after it resumes just past it.
 	ID   Cursor `json:"id"`
 	Type Type   `json:"type"`
-	// Ref is the branch or tag; RefType "BRANCH" or "TAG".
+	// Ref is the branch or tag; RefType "BRANCH" or "TAG". Both are
+	// empty for an event about the catalog as a whole (gc.completed,
+	// policy.activated).
 	Ref     string `json:"ref"`
 	RefType string `json:"refType"`
 	// Commit is the commit the event is about: the new commit of a
@@ -118,6 +131,10 @@ type Event struct {
 	Move    *RefMove       `json:"move,omitempty"`
 	Details *CommitDetails `json:"commitDetails,omitempty"`
 	Content *ContentChange `json:"content,omitempty"`
+
+	Queue  *QueueChange      `json:"queue,omitempty"`
+	GC     *GCRun            `json:"gc,omitempty"`
+	Policy *PolicyActivation `json:"policy,omitempty"`
 }
 
 // RefMove describes branch.* and tag.* events.

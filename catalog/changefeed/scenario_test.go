@@ -24,6 +24,7 @@ import (
 )
 
 func TestScenarios(t *testing.T) {
+	t.Parallel()
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		if strings.HasSuffix(path, ".md") {
 			return
@@ -85,6 +86,8 @@ func (d *scenario) run(t *testing.T, td *datadriven.TestData) string {
 		return d.merge(t, td)
 	case "transplant":
 		return d.transplant(t, td)
+	case "queue", "gc", "policy":
+		return d.logEvent(t, td)
 	case "events":
 		return d.events(t, td)
 	}
@@ -292,6 +295,34 @@ func (d *scenario) merge(t *testing.T, td *datadriven.TestData) string {
 	return fmt.Sprintf("%s -> %s\n", target, d.name(res.ResultantHash))
 }
 
+// queue TARGET request=R to=STATE [from=STATE] [reason=WORDS] [by=P]
+// gc id=ID deleted=N [by=P]
+// policy revision=R [source=S]
+// append an event beside the history, as the merge queue, the garbage
+// collector and the policy engine's wiring do.
+func (d *scenario) logEvent(t *testing.T, td *datadriven.TestData) string {
+	var ev versionstore.LogEvent
+	var err error
+	switch td.Cmd {
+	case "queue":
+		ev, err = changefeed.QueueEvent(words(td)[0], arg(t, td, "by", "scenario"), changefeed.QueueChange{
+			Request: arg(t, td, "request", ""), Source: arg(t, td, "source", ""), From: arg(t, td, "from", ""),
+			To: arg(t, td, "to", ""), Reason: strings.ReplaceAll(arg(t, td, "reason", ""), "_", " ")})
+	case "gc":
+		n, _ := strconv.ParseInt(arg(t, td, "deleted", "0"), 10, 64)
+		ev, err = changefeed.GCEvent(arg(t, td, "by", "scenario"), changefeed.GCRun{ID: arg(t, td, "id", ""), Outcome: "ok", Deleted: n})
+	case "policy":
+		ev, err = changefeed.PolicyEvent(changefeed.PolicyActivation{Source: arg(t, td, "source", "embedded"), Revision: arg(t, td, "revision", "")})
+	}
+	if err != nil {
+		td.Fatalf(t, "%v", err)
+	}
+	if _, err := d.s.AppendEvent(t.Context(), ev); err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	return "appended " + td.Cmd + "\n"
+}
+
 // forced is the FORCE merge mode for each key of the argument force=K,L.
 func forced(t *testing.T, td *datadriven.TestData) []versionstore.KeyMergeMode {
 	var modes []versionstore.KeyMergeMode
@@ -456,6 +487,18 @@ func (d *scenario) describe(ev changefeed.Event) string {
 			}
 			fmt.Fprintf(&b, " tables=%s", strings.Join(tables, ","))
 		}
+	}
+	if q := ev.Queue; q != nil {
+		fmt.Fprintf(&b, " request=%s %s->%s", q.Request, orDash(q.From), q.To)
+		if q.Reason != "" {
+			fmt.Fprintf(&b, " reason=%q", q.Reason)
+		}
+	}
+	if g := ev.GC; g != nil {
+		fmt.Fprintf(&b, " run=%s %s deleted=%d", g.ID, g.Outcome, g.Deleted)
+	}
+	if p := ev.Policy; p != nil {
+		fmt.Fprintf(&b, " revision=%s source=%s", p.Revision, p.Source)
 	}
 	if c := ev.Content; c != nil {
 		fmt.Fprintf(&b, " %s", strings.Join(c.Key, "."))
