@@ -1,6 +1,8 @@
 package icebergtable
 
 import (
+	"slices"
+
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -44,6 +46,12 @@ func (w *Warehouse) FileScopeOf(meta table.Metadata) FileScope {
 	}
 	return s
 }
+
+// Prefixes are the scope's locations, normalized: the table's location
+// first, then its write.data.path, write.metadata.path and object-storage
+// paths, each only when the warehouse contains it. Vended credentials are
+// scoped to them (s3vend.Grant).
+func (s FileScope) Prefixes() []string { return slices.Clone(s.prefixes) }
 
 // Holds reports whether loc, a location the warehouse contains
 // (normalized), lies strictly below one of the scope's prefixes, or is

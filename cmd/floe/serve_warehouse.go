@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/floe-catalog/floe/catalog/icebergtable"
 	"github.com/floe-catalog/floe/catalog/s3sign"
+	"github.com/floe-catalog/floe/catalog/s3vend"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 )
 
@@ -22,6 +24,10 @@ type warehouseFlags struct {
 	// remoteSigning is off, on-request or always (--s3-remote-signing).
 	remoteSigning string
 	signerURI     string
+	// vended is off, on-request or always (--s3-vended-credentials);
+	// sts says how they are vended (--s3-sts-*).
+	vended string
+	sts    s3vend.Config
 }
 
 // register adds the --s3-* flags and describes the forms --warehouse takes.
@@ -38,6 +44,13 @@ func (wf *warehouseFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&wf.remoteSigning, "s3-remote-signing", "off", "sign engines' S3 requests with floe's credentials, scoped to one table's files and never a deletion: "+
 		"off; on-request (loadTable/createTable answers carry the signing config when the client sends X-Iceberg-Access-Delegation: remote-signing); always")
 	f.StringVar(&wf.signerURI, "s3-signer-uri", "", "base URI engines reach the signer at (signer.uri); empty means the catalog URI they already use")
+	f.StringVar(&wf.vended, "s3-vended-credentials", "off", "vend engines short-lived S3 credentials per table (STS AssumeRole with a session policy: the table's prefixes, never a deletion, read-only unless the policy lets the principal write the table on the branch): "+
+		"off; on-request (when the client sends X-Iceberg-Access-Delegation: vended-credentials, and GET .../credentials); always")
+	f.StringVar(&wf.sts.RoleARN, "s3-sts-role-arn", "", "role floe assumes to vend credentials (--s3-vended-credentials); its policies bound every grant")
+	f.StringVar(&wf.sts.ExternalID, "s3-sts-external-id", "", "external id AssumeRole passes, when the role's trust policy asks for one")
+	f.StringVar(&wf.sts.Endpoint, "s3-sts-endpoint", "", "STS API URL, e.g. http://127.0.0.1:9000 for MinIO; empty means AWS's")
+	f.StringVar(&wf.sts.Region, "s3-sts-region", "", "STS signing region; empty means --s3-region, else us-east-1")
+	f.DurationVar(&wf.sts.Duration, "s3-sts-duration", s3vend.DefaultDuration, "how long vended credentials last, 15m to 12h (the role's maximum session duration may be lower)")
 }
 
 // warehouse builds the Iceberg REST warehouse called name at location, the
@@ -69,16 +82,24 @@ func (wf *warehouseFlags) warehouse(name, location string) (icebergrest.Warehous
 		if err != nil {
 			return icebergrest.Warehouse{}, err
 		}
+		vc, err := wf.vending()
+		if err != nil {
+			return icebergrest.Warehouse{}, err
+		}
 		return icebergrest.Warehouse{
-			Name:          name,
-			Location:      strings.TrimRight(location, "/"),
-			IOProperties:  s3.IOProperties(),
-			ClientConfig:  s3.ClientConfig(),
-			RemoteSigning: rs,
+			Name:              name,
+			Location:          strings.TrimRight(location, "/"),
+			IOProperties:      s3.IOProperties(),
+			ClientConfig:      s3.ClientConfig(),
+			RemoteSigning:     rs,
+			VendedCredentials: vc,
 		}, nil
 	}
 	if wf.remoteSigning != "off" || wf.signerURI != "" {
 		return icebergrest.Warehouse{}, fmt.Errorf("--s3-remote-signing and --s3-signer-uri need an s3:// warehouse, not %s", location)
+	}
+	if wf.vended != "off" || wf.sts.RoleARN != "" || wf.sts.ExternalID != "" || wf.sts.Endpoint != "" || wf.sts.Region != "" {
+		return icebergrest.Warehouse{}, fmt.Errorf("--s3-vended-credentials and the --s3-sts-* flags need an s3:// warehouse, not %s", location)
 	}
 	if s3 != (icebergtable.S3Options{}) {
 		return icebergrest.Warehouse{}, fmt.Errorf("the --s3-* flags need an s3:// warehouse, not %s", location)
@@ -153,4 +174,48 @@ func (wf *warehouseFlags) signing() (*icebergrest.RemoteSigning, error) {
 		}
 	}
 	return rs, nil
+}
+
+// vending is the vending of credentials of an s3:// warehouse, from
+// --s3-vended-credentials and the --s3-sts-* flags; nil when off. STS is
+// called with floe's own keys (--s3-access-key-id) or the AWS credential
+// chain, in --s3-region unless --s3-sts-region says otherwise.
+func (wf *warehouseFlags) vending() (*icebergrest.VendedCredentials, error) {
+	vc := &icebergrest.VendedCredentials{}
+	switch wf.vended {
+	case "off":
+		if wf.sts.RoleARN != "" || wf.sts.ExternalID != "" || wf.sts.Endpoint != "" || wf.sts.Region != "" {
+			return nil, errors.New("the --s3-sts-* flags need --s3-vended-credentials on-request or always")
+		}
+		return nil, nil
+	case "on-request":
+	case "always":
+		vc.Always = true
+	default:
+		return nil, fmt.Errorf("--s3-vended-credentials must be off, on-request or always, not %q", wf.vended)
+	}
+	if wf.s3.ClientCredentials {
+		// Engines holding floe's keys could delete what the vended
+		// credentials cannot.
+		return nil, errors.New("--s3-vended-credentials and --s3-client-credentials exclude each other: vended credentials exist so that engines never hold floe's keys")
+	}
+	if wf.sts.RoleARN == "" {
+		return nil, errors.New("--s3-vended-credentials needs --s3-sts-role-arn, the role floe assumes")
+	}
+	if wf.sts.Endpoint != "" {
+		if u, err := url.Parse(wf.sts.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("--s3-sts-endpoint %q is not an http(s) URL", wf.sts.Endpoint)
+		}
+	}
+	cfg := wf.sts
+	if cfg.Region == "" {
+		cfg.Region = wf.s3.Region
+	}
+	cfg.AccessKeyID, cfg.SecretAccessKey = wf.s3.AccessKeyID, wf.s3.SecretAccessKey
+	v, err := s3vend.New(context.Background(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--s3-vended-credentials: %w", err)
+	}
+	vc.Vendor = v
+	return vc, nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -229,5 +230,69 @@ func TestRemoteSigningFlags(t *testing.T) {
 		if _, err := parseWarehouseFlags(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error containing %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+func TestVendedCredentialsFlags(t *testing.T) {
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	wh, err := parseWarehouseFlags(t, "--warehouse", "s3://b/wh", "--s3-endpoint", "http://127.0.0.1:9000", "--s3-region", "eu-west-1",
+		"--s3-vended-credentials", "always", "--s3-sts-role-arn", "arn:aws:iam::1:role/r", "--s3-sts-endpoint", "http://127.0.0.1:9000", "--s3-sts-duration", "30m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc := wh.VendedCredentials
+	if vc == nil || !vc.Always || vc.Vendor == nil || vc.Vendor.Duration() != 30*time.Minute {
+		t.Fatalf("vended credentials %+v", vc)
+	}
+	if wh, err = parseWarehouseFlags(t, "--warehouse", "s3://b/wh", "--s3-vended-credentials", "on-request", "--s3-sts-role-arn", "arn:aws:iam::1:role/r"); err != nil ||
+		wh.VendedCredentials == nil || wh.VendedCredentials.Always || wh.VendedCredentials.Vendor.Duration() != time.Hour {
+		t.Fatalf("on-request: %+v, %v", wh.VendedCredentials, err)
+	}
+	if wh, err = parseWarehouseFlags(t, "--warehouse", "s3://b/wh"); err != nil || wh.VendedCredentials != nil {
+		t.Fatalf("default: %+v, %v; want off", wh.VendedCredentials, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--warehouse", "s3://b/wh", "--s3-vended-credentials", "sometimes", "--s3-sts-role-arn", "r"}, "must be off, on-request or always"},
+		{[]string{"--warehouse", "s3://b/wh", "--s3-vended-credentials", "always"}, "needs --s3-sts-role-arn"},
+		{[]string{"--warehouse", "s3://b/wh", "--s3-sts-role-arn", "r"}, "need --s3-vended-credentials"},
+		{[]string{"--warehouse", "s3://b/wh", "--s3-vended-credentials", "always", "--s3-sts-role-arn", "r", "--s3-sts-duration", "5m"}, "outside 15m0s to 12h0m0s"},
+		{[]string{"--warehouse", "s3://b/wh", "--s3-vended-credentials", "always", "--s3-sts-role-arn", "r", "--s3-sts-endpoint", "127.0.0.1:9000"}, "not an http(s) URL"},
+		{[]string{"--warehouse", "s3://b/wh", "--s3-access-key-id", "k", "--s3-secret-access-key", "s", "--s3-client-credentials",
+			"--s3-vended-credentials", "always", "--s3-sts-role-arn", "r"}, "exclude each other"},
+		{[]string{"--warehouse", "/tmp/wh", "--s3-vended-credentials", "always", "--s3-sts-role-arn", "r"}, "need an s3:// warehouse"},
+	} {
+		if _, err := parseWarehouseFlags(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestVendedCredentialsConfigFile: the settings of vended credentials sit
+// in the config file under s3, as deploy/floe.yaml shows.
+func TestVendedCredentialsConfigFile(t *testing.T) {
+	path := writeConfig(t, `
+warehouse: s3://b/wh
+s3:
+  region: eu-west-1
+  vended-credentials: on-request
+  sts:
+    role-arn: arn:aws:iam::1:role/floe-vend
+    external-id: ext-1
+    endpoint: https://sts.eu-west-1.amazonaws.com
+    duration: 2h
+`)
+	cfg, text, err := printConfig(t, "--config", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// --print-config writes them back one level deep (s3: sts-role-arn).
+	s3 := group(t, cfg, "s3")
+	if s3["vended-credentials"] != "on-request" || s3["sts-role-arn"] != "arn:aws:iam::1:role/floe-vend" || s3["sts-external-id"] != "ext-1" ||
+		s3["sts-endpoint"] != "https://sts.eu-west-1.amazonaws.com" || s3["sts-duration"] != "2h0m0s" {
+		t.Errorf("the file's vending settings did not take:\n%s", text)
 	}
 }

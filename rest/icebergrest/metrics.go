@@ -18,6 +18,9 @@ type metrics struct {
 	// signatures and signRefusals count remote signing (sign.go).
 	signatures   *prometheus.CounterVec
 	signRefusals *prometheus.CounterVec
+	// vended and vendRefusals count vended credentials (credentials.go).
+	vended       *prometheus.CounterVec
+	vendRefusals *prometheus.CounterVec
 
 	ikReplays    prometheus.Counter
 	ikWaits      prometheus.Counter
@@ -64,6 +67,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Sign requests floe refused, nothing signed, by reason: deletion, operation, endpoint, bucket, outside-table, " +
 				"malformed, no-table, read-only, policy, not-configured.",
 		}, []string{"reason"}),
+		vended: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "floe_storage_credentials_vended_total",
+			Help: "S3 credentials floe vended for one table (STS AssumeRole with a session policy), by access: read or write.",
+		}, []string{"access"}),
+		vendRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "floe_storage_vend_refusals_total",
+			Help: "Requests for vended credentials floe refused or could not serve, nothing vended, by reason: policy, location, sts.",
+		}, []string{"reason"}),
 
 		ikReplays: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "floe_iceberg_idempotent_replays_total",
@@ -86,7 +97,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Idempotency records deleted after their lifetime ended.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.commits, m.retries, m.conflicts, m.refused, m.signatures, m.signRefusals,
+	for _, c := range []prometheus.Collector{m.commits, m.retries, m.conflicts, m.refused, m.signatures, m.signRefusals, m.vended, m.vendRefusals,
 		m.ikReplays, m.ikWaits, m.ikMismatches, m.ikRecords, m.ikExpired} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

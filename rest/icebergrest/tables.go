@@ -19,9 +19,10 @@ import (
 // loadTableResult is the spec's LoadTableResult of a staged create, whose
 // MetadataLocation is null; every other one is a metadataReply.
 type loadTableResult struct {
-	MetadataLocation *string           `json:"metadata-location"`
-	Metadata         json.RawMessage   `json:"metadata"`
-	Config           map[string]string `json:"config"`
+	MetadataLocation   *string             `json:"metadata-location"`
+	Metadata           json.RawMessage     `json:"metadata"`
+	Config             map[string]string   `json:"config"`
+	StorageCredentials []storageCredential `json:"storage-credentials,omitempty"`
 }
 
 // loadTableAt returns a table's content and current metadata file at a
@@ -112,6 +113,12 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 
+	// Vended credentials are decided (and may be refused) before
+	// anything is written.
+	access, err := a.tableAccess(w, r, wr, id, meta)
+	if err != nil {
+		return err
+	}
 	ctx := r.Context()
 	head, err := a.newEntityHead(ctx, branch, id, tableKind)
 	if err != nil {
@@ -124,8 +131,11 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		_, cfg := a.tableConfig(r, wr, id)
-		writeJSON(w, http.StatusOK, loadTableResult{Metadata: raw, Config: cfg})
+		var cfg map[string]string
+		if err := json.Unmarshal(access.config, &cfg); err != nil {
+			return internalError(err)
+		}
+		writeJSON(w, http.StatusOK, loadTableResult{Metadata: raw, Config: cfg, StorageCredentials: access.credentials})
 		return nil
 	}
 
@@ -134,7 +144,7 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return a.commitCreate(ctx, w, r, branch, head, id, tableKind, file.Location, icebergtable.TableContent("", file),
-		a.tableReply(r, wr, id, file.Location, file.JSON).withETag(etag(file.Location, "all")))
+		loadTableReply(access, file.Location, file.JSON).withETag(etag(file.Location, "all")))
 }
 
 // definiteStoreFailure reports store errors that prove nothing was
@@ -181,7 +191,9 @@ func (a *api) loadTable(w http.ResponseWriter, r *http.Request) error {
 	}
 	tag := etag(file.Location, mode)
 	w.Header().Set("ETag", tag)
-	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, tag) {
+	// An answer with vended credentials is never Not Modified: the
+	// client's copy may hold credentials that have expired.
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, tag) && !wr.vends(r) {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
@@ -197,7 +209,11 @@ func (a *api) loadTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return internalError(err)
 	}
-	a.tableReply(r, wr, id, file.Location, body).write(w, &a.joins)
+	access, err := a.tableAccess(w, r, wr, id, file.Metadata)
+	if err != nil {
+		return err
+	}
+	loadTableReply(access, file.Location, body).write(w, &a.joins)
 	return nil
 }
 
@@ -275,30 +291,20 @@ func (a *api) registerTable(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return registration{}, internalError(err)
 		}
+		access, err := a.tableAccess(w, r, wr, id, file.Metadata)
+		if err != nil {
+			return registration{}, err
+		}
 		return registration{
 			location:       file.Location,
 			entityLocation: file.Metadata.Location(),
 			content:        func(contentID string) *versionstore.Content { return icebergtable.TableContent(contentID, file) },
-			// The config of a loadTable answer, signing included: an
-			// engine writes to the table it registered with this answer.
-			reply: a.tableReply(r, wr, id, file.Location, body).withETag(etag(file.Location, "all")),
+			// The config of a loadTable answer, signing or vended
+			// credentials included: an engine writes to the table it
+			// registered with this answer.
+			reply: loadTableReply(access, file.Location, body).withETag(etag(file.Location, "all")),
 		}, nil
 	})
-}
-
-func (a *api) loadCredentials(w http.ResponseWriter, r *http.Request) error {
-	wr, id, err := a.entityOf(r, tableKind)
-	if err != nil {
-		return err
-	}
-	if _, err := a.lookupEntity(r.Context(), wr.hash, id, tableKind); err != nil {
-		return err
-	}
-	// file:// warehouses need no credentials.
-	writeJSON(w, http.StatusOK, struct {
-		StorageCredentials []struct{} `json:"storage-credentials"`
-	}{StorageCredentials: []struct{}{}})
-	return nil
 }
 
 // reportMetrics accepts scan and commit reports. They are validated and
