@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floe-catalog/floe/catalog/changefeed"
 	"github.com/floe-catalog/floe/housekeeping/gc"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -143,6 +144,16 @@ func TestDryRunThenRunDeletesOnlyWhatNoRefReaches(t *testing.T) {
 		t.Fatalf("second run: %d deleted, %v", again.Deleted, err)
 	}
 	l.ScanAll()
+	// The change feed shows the two runs, in order, and no dry run.
+	page, err := changefeed.New(l.srv.Store, changefeed.Options{}).Read(t.Context(),
+		changefeed.Query{Types: []changefeed.Type{changefeed.GCCompleted}, Limit: changefeed.MaxLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Events) != 2 || page.Events[0].GC.ID != rep.ID || page.Events[0].GC.Deleted != rep.Deleted ||
+		page.Events[1].GC.ID != again.ID || page.Events[0].Ref != "" || page.Events[0].GC.Outcome != gc.OutcomeOK {
+		t.Fatalf("gc events: %+v; want runs %s (%d deleted) and %s", page.Events, rep.ID, rep.Deleted, again.ID)
+	}
 }
 
 // With a history rule of one commit, what only older commits reach goes:

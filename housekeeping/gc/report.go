@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/floe-catalog/floe/catalog/changefeed"
 	"github.com/floe-catalog/floe/internal/apidoc"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -48,7 +49,22 @@ func (c *Collector) saveReport(ctx context.Context, rep *Report) error {
 	if err != nil {
 		return err
 	}
-	if err := c.opts.Store.PutRecord(ctx, versionstore.Record{Key: reportRecord, Value: b}); err != nil {
+	rec := versionstore.Record{Key: reportRecord, Value: b}
+	if rep.DryRun {
+		err = c.opts.Store.PutRecord(ctx, rec)
+	} else {
+		// A run that deleted (or tried to) is an event of the change
+		// feed, written with its report in one durable write: the feed
+		// shows a run exactly when its report was kept.
+		var ev versionstore.LogEvent
+		if ev, err = changefeed.GCEvent(rep.Principal, changefeed.GCRun{
+			ID: rep.ID, Started: rep.Started, Finished: rep.Finished, Outcome: rep.Outcome, Error: rep.Error,
+			Refs: rep.Refs, Live: rep.Live, Deleted: rep.Deleted, DeletedBytes: rep.DeletedBytes, DeleteErrors: rep.DeleteErrors,
+		}); err == nil {
+			_, err = c.opts.Store.AppendEvent(ctx, ev, rec)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("store record %s: %w", reportRecord, err)
 	}
 	if c.opts.ReportFile != "" && !rep.DryRun {
