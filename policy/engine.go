@@ -96,6 +96,11 @@ type Options struct {
 	DecisionLogBuffer int
 	// Logger receives bundle activations and failures; nil discards.
 	Logger *slog.Logger
+	// OnActivate, if set, is told of every bundle activation once the
+	// bundle decides, on the goroutine that activated it (New, Reload or
+	// the bundle's poller), which waits for it: keep it short. floe's
+	// composition root appends each activation to the change feed.
+	OnActivate func(context.Context, Activation)
 	// Metrics registers the engine's collectors; nil uses a private
 	// registry.
 	Metrics prometheus.Registerer
@@ -367,7 +372,16 @@ func (e *Engine) activate(ctx context.Context, b *bundle.Bundle, source string) 
 		// which construct keeps the bundle off the plan evaluator.
 		e.log.Info("policy bundle evaluated with topdown", "revision", a.revision, "reason", a.topdownWhy)
 	}
+	if e.opts.OnActivate != nil {
+		e.opts.OnActivate(ctx, Activation{Source: source, Revision: a.revision, PreviousRevision: prev})
+	}
 	return nil
+}
+
+// Activation is a bundle the engine activated: where it came from, its
+// revision and the revision it replaced ("" for the first).
+type Activation struct {
+	Source, Revision, PreviousRevision string
 }
 
 // embeddedSource names the default bundle compiled into floe.
