@@ -22,6 +22,12 @@ import (
 // policy's `read` decision on the event's branch or tag, the decision
 // that reading a table on that branch takes.
 
+// ActionEventsRead is the action of reading the events about the catalog
+// as a whole, which are on no reference (GC runs, policy bundle
+// activations); the default policy gives it, as every admin.* action, to
+// group admins.
+const ActionEventsRead policy.Action = "admin.events.read"
+
 // Bounds of a long poll.
 const (
 	maxEventWait = 2 * time.Minute
@@ -159,10 +165,18 @@ func (a *API) eventFilter(r *http.Request) func(context.Context, *changefeed.Eve
 		if ev.RefType == "TAG" {
 			ref.Type = policy.RefTag
 		}
+		if ev.Ref == "" {
+			ref = policy.Ref{} // an event on no reference
+		}
 		if ok, seen := decided[ref]; seen {
 			return ok, nil
 		}
-		err := a.guard.Read(r, ref)
+		var err error
+		if ev.Ref == "" {
+			err = a.guard.Check(r, policy.Input{Action: ActionEventsRead})
+		} else {
+			err = a.guard.Read(r, ref)
+		}
 		if err != nil && !errors.As(err, new(*authz.DeniedError)) {
 			return false, err
 		}

@@ -150,7 +150,8 @@ func TestEventsBadInput(t *testing.T) {
 }
 
 // eventPolicyServer starts a server whose policy lets only sam read
-// branches under secret/; every other question is allowed.
+// branches under secret/ and the events on no reference; every other
+// question is allowed.
 func eventPolicyServer(t *testing.T, adjust ...func(*testserver.Options)) *testserver.Server {
 	t.Helper()
 	dir := t.TempDir()
@@ -176,6 +177,9 @@ decision := {"allow": false, "reasons": ["secret branches are sam's"]} if {
 	input.action == "read"
 	startswith(input.ref.name, "secret/")
 	input.principal.id != "sam"
+} else := {"allow": false, "reasons": ["the catalog's own events are sam's"]} if {
+	input.action == "admin.events.read"
+	input.principal.id != "sam"
 } else := {"allow": true, "reasons": ["test"]}
 `), 0o600); err != nil {
 		t.Fatal(err)
@@ -200,11 +204,18 @@ func TestEventsOnlyWhatPolicyLetsTheReaderRead(t *testing.T) {
 	}
 	createNamespace(t, s.Store, "secret/x", "hidden", "sam")
 	createNamespace(t, s.Store, "main", "open", "alice")
+	gcRun, err := changefeed.GCEvent("sam", changefeed.GCRun{ID: "g1", Outcome: "ok", Deleted: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Store.AppendEvent(t.Context(), gcRun); err != nil {
+		t.Fatal(err)
+	}
 
-	_, all, _ := getEvents(t, s, "sam", "")
-	_, some, _ := getEvents(t, s, "alice", "")
+	_, all, _ := getEvents(t, s, "sam", "?types=branch.*,commit,namespace.*,gc.*")
+	_, some, _ := getEvents(t, s, "alice", "?types=branch.*,commit,namespace.*,gc.*")
 	if got, want := strings.Join(summarize(all.Events), "; "),
-		"branch.created main; branch.created secret/x; commit secret/x; namespace.created secret/x hidden; commit main; namespace.created main open"; got != want {
+		"branch.created main; branch.created secret/x; commit secret/x; namespace.created secret/x hidden; commit main; namespace.created main open; gc.completed "; got != want {
 		t.Fatalf("sam's events: %s; want %s", got, want)
 	}
 	if got, want := strings.Join(summarize(some.Events), "; "), "branch.created main; commit main; namespace.created main open"; got != want {
@@ -214,7 +225,7 @@ func TestEventsOnlyWhatPolicyLetsTheReaderRead(t *testing.T) {
 		t.Fatalf("the cursor must pass over what a reader may not see: sam at %s, alice at %s", all.Next, some.Next)
 	}
 	// Filtered to the secret branch, alice gets nothing, and moves on.
-	_, none, _ := getEvents(t, s, "alice", "?ref=secret/x")
+	_, none, _ := getEvents(t, s, "alice", "?ref=secret/x&types=branch.*,commit,namespace.*,gc.*")
 	if len(none.Events) != 0 || none.Next != all.Next {
 		t.Fatalf("alice on secret/x: %+v", none)
 	}
