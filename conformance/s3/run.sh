@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs floe's Go tests that need a real S3 API (garbage collection end to
 # end on an s3:// warehouse, housekeeping/gc/s3_test.go; remote signing checked by a
-# server that verifies signatures, rest/icebergrest/sign_s3_test.go) and
+# server that verifies signatures, rest/icebergrest/sign_s3_test.go;
+# vended credentials used against MinIO, which enforces their session
+# policies, rest/icebergrest/credentials_s3_test.go) and
 # PyIceberg through remote signing (test_pyiceberg_signing.py, with
 # bin/floe) against moto's standalone S3 server, started on free loopback
 # ports for the run. moto
@@ -24,9 +26,10 @@ floe_venv "s3 conformance" venv-pyiceberg "$root/conformance/pyiceberg/requireme
 tmp="$(mktemp -d)"
 moto_pid=""
 moto_signing_pid=""
+minio_pid=""
 cleanup() {
 	local pid
-	for pid in $moto_pid $moto_signing_pid; do
+	for pid in $moto_pid $moto_signing_pid $minio_pid; do
 		kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	done
@@ -60,6 +63,15 @@ FLOE_TEST_S3_ENDPOINT="http://127.0.0.1:$port" "$go" test -count=1 -v -run 'S3' 
 source "$here/moto.sh"
 floe_moto_signing "s3 conformance" "$venv/bin/python" "$tmp"
 "$go" test -count=1 -v -run 'S3RemoteSigning' ./rest/icebergrest/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)'
+
+# Vended credentials (rest/icebergrest/credentials_s3_test.go) need a
+# server that enforces STS session policies, which moto does not: MinIO,
+# built from its Go module the first time (minio.sh).
+# shellcheck source=minio.sh
+source "$here/minio.sh"
+floe_minio_install "s3 conformance"
+floe_minio_start "s3 conformance" "$tmp"
+"$go" test -count=1 -v -run 'S3VendedCredentials' ./rest/icebergrest/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)'
 
 # PyIceberg through the same signer: its own venv (see
 # requirements-pyiceberg-signing.txt), the floe binary `make test` built.
