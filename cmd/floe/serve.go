@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/catalog/icebergtable"
 	"github.com/floe-catalog/floe/housekeeping/refretention"
 	"github.com/floe-catalog/floe/merge/mergequeue"
@@ -84,10 +85,10 @@ func newServeCommand() *cobra.Command {
 			if wh.AllowedLocations, err = checkAllowedLocations(allowedLocations); err != nil {
 				return err
 			}
-			cfg.Iceberg = icebergrest.Deps{Warehouses: []icebergrest.Warehouse{wh}, IdempotencyKeyLifetime: idempotencyKeyLifetime,
-				MetadataCacheBytes: metadataCacheBytes, MaxMetadataFileBytes: maxMetadataFileBytes}
+			cfg.Iceberg = icebergrest.Deps{Warehouses: []icebergrest.Warehouse{wh}, IdempotencyKeyLifetime: idempotencyKeyLifetime}
+			cfg.Catalog = catalog.Config{MetadataCacheBytes: metadataCacheBytes, MaxMetadataFileBytes: maxMetadataFileBytes}
 			if metadataCacheBytes <= 0 {
-				cfg.Iceberg.MetadataCacheBytes = -1 // icebergrest's "off"
+				cfg.Catalog.MetadataCacheBytes = -1 // the catalog's "off"
 			}
 			if maxMetadataFileBytes <= 0 {
 				return fmt.Errorf("--max-metadata-file-bytes must be positive, got %d", maxMetadataFileBytes)

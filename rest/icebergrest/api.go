@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/catalog/icebergtable"
 	"github.com/floe-catalog/floe/housekeeping/maintenance"
 	"github.com/floe-catalog/floe/internal/keyedmutex"
@@ -35,7 +36,10 @@ const (
 
 // Warehouse is one named catalog root: clients select it with
 // ?warehouse=<Name>[@<ref>] and every table location must lie below
-// Location.
+// Location. The catalog service owns the warehouse (its file IO and
+// location rules, see catalog.Warehouse, which the composition root makes
+// from Name, Location, IOProperties and AllowedLocations); the facade adds
+// what clients are told about it (ClientConfig, RemoteSigning).
 type Warehouse struct {
 	Name string
 	// Location is the root URL of table data, e.g. file:///srv/lake or
@@ -55,15 +59,15 @@ type Warehouse struct {
 	// RemoteSigning, if set, signs engines' S3 requests for this
 	// warehouse's tables (sign.go); nil signs nothing.
 	RemoteSigning *RemoteSigning
-	// VendedCredentials, if set, vends engines S3 credentials scoped to
-	// one table (credentials.go); nil vends none.
-	VendedCredentials *VendedCredentials
 }
 
 // Deps is what the facade needs from the process.
 type Deps struct {
-	Store  *versionstore.Store
-	Logger *slog.Logger
+	Store *versionstore.Store
+	// Catalog owns the warehouses and the metadata cache; it must hold a
+	// warehouse of every name in Warehouses.
+	Catalog *catalog.Service
+	Logger  *slog.Logger
 	// Metrics receives the facade's collectors; nil means a private
 	// registry nobody scrapes.
 	Metrics prometheus.Registerer
@@ -98,15 +102,6 @@ type Deps struct {
 	// Guard asks the policy engine about every read and write; nil allows
 	// everything.
 	Guard *authz.Guard
-	// MetadataCacheBytes bounds the memory of the cache of table metadata
-	// files shared by the warehouses (approximately: see
-	// icebergtable.MetadataCache). 0 means
-	// icebergtable.DefaultMetadataCacheBytes; negative turns the cache off.
-	MetadataCacheBytes int64
-	// MaxMetadataFileBytes bounds one metadata file read (see
-	// icebergtable.Config); 0 means
-	// icebergtable.DefaultMaxMetadataFileBytes.
-	MaxMetadataFileBytes int64
 	// MaintenanceLocks, if set, refuses maintenance commits on a table
 	// whose maintenance lock another job holds (maintenancelock.go).
 	MaintenanceLocks *maintenance.Service
@@ -114,9 +109,9 @@ type Deps struct {
 	// floe_iceberg_snapshots_total; 0 means DefaultSnapshotMetricTables,
 	// negative means no table label.
 	SnapshotMetricTables int
-	// TracerProvider traces commits (with their tables and branch) and
-	// every metadata file read and write as spans of the request's trace;
-	// nil records nothing.
+	// TracerProvider traces commits (with their tables and branch) as
+	// spans of the request's trace (metadata file reads and writes are
+	// the catalog's); nil records nothing.
 	TracerProvider trace.TracerProvider
 }
 
@@ -129,12 +124,12 @@ type api struct {
 	metrics    *metrics
 	warehouses map[string]*warehouse
 	defaultWH  *warehouse
-	// files are the warehouses' file IO, in the order configured: a
+	// files are the catalog's warehouses, in the order configured: a
 	// metadata file is read and written through the warehouse holding it
 	// (filesAt).
 	files icebergtable.Warehouses
-	// cache holds the table metadata files of all warehouses; nil when
-	// turned off.
+	// cache holds the table metadata files of all warehouses (the
+	// catalog's); nil when turned off.
 	cache     *icebergtable.MetadataCache
 	retries   int
 	backoff   time.Duration
@@ -174,11 +169,6 @@ func New(deps Deps) (*API, error) {
 // (mux.Router.UseEncodedPath), as floe's server router does.
 func (x *API) Routes(r *mux.Router) { x.a.routes(r) }
 
-// Warehouses are the facade's warehouses, in the order configured: the
-// rule for every metadata location another API (Nessie's) lets into the
-// store.
-func (x *API) Warehouses() icebergtable.Warehouses { return x.a.files }
-
 // ExpireRecords deletes expired idempotency records every minute (or
 // every lifetime, if shorter) until ctx ends or the store closes; it
 // returns at once when Idempotency-Key support is off. Without it expired
@@ -193,6 +183,9 @@ func (x *API) ExpireRecords(ctx context.Context) {
 func newAPI(deps Deps) (*api, error) {
 	if deps.Store == nil {
 		return nil, errors.New("iceberg REST: no version store")
+	}
+	if deps.Catalog == nil {
+		return nil, errors.New("iceberg REST: no catalog")
 	}
 	if len(deps.Warehouses) == 0 {
 		return nil, errors.New("iceberg REST: no warehouse configured")
@@ -240,14 +233,13 @@ func newAPI(deps Deps) (*api, error) {
 	if a.principal == nil {
 		a.principal = func(*http.Request) string { return DefaultPrincipal }
 	}
-	switch n := deps.MetadataCacheBytes; {
-	case n == 0:
-		a.cache = icebergtable.NewMetadataCache(icebergtable.DefaultMetadataCacheBytes)
-	case n > 0:
-		a.cache = icebergtable.NewMetadataCache(n)
-	}
+	a.cache = deps.Catalog.MetadataCache()
 	for _, w := range deps.Warehouses {
-		wh, err := newWarehouse(w, a.cache, deps.MaxMetadataFileBytes, tp)
+		files, ok := deps.Catalog.Warehouse(w.Name)
+		if !ok {
+			return nil, fmt.Errorf("iceberg REST: warehouse %q is not the catalog's", w.Name)
+		}
+		wh, err := newWarehouse(w, files)
 		if err != nil {
 			return nil, err
 		}

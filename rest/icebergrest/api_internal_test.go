@@ -19,6 +19,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/catalog/icebergtable"
 	"github.com/floe-catalog/floe/versionstore"
 	"github.com/floe-catalog/floe/versionstore/pebblebackend"
@@ -199,7 +200,8 @@ func TestConcurrentAppendsTakeTurns(t *testing.T) {
 	}
 }
 
-// TestMetadataCacheBytes checks Deps.MetadataCacheBytes reaches the cache:
+// TestMetadataCacheBytes checks catalog.Config.MetadataCacheBytes reaches
+// the facade's cache:
 // a budget smaller than any metadata file keeps none, a negative one turns
 // the cache off, and tables load and commit either way.
 func TestMetadataCacheBytes(t *testing.T) {
@@ -207,7 +209,7 @@ func TestMetadataCacheBytes(t *testing.T) {
 		bytes  int64
 		cached bool
 	}{{0, true}, {100, false}, {-1, false}} {
-		e := newInternalEnv(t, func(d *Deps) { d.MetadataCacheBytes = tc.bytes })
+		e := newInternalEnv(t, func(_ *Deps, c *catalog.Config) { c.MetadataCacheBytes = tc.bytes })
 		if (e.api.cache == nil) != (tc.bytes < 0) {
 			t.Fatalf("MetadataCacheBytes %d: cache %v", tc.bytes, e.api.cache)
 		}
@@ -236,7 +238,7 @@ type internalEnv struct {
 	url string
 }
 
-func newInternalEnv(t *testing.T, opts ...func(*Deps)) *internalEnv {
+func newInternalEnv(t *testing.T, opts ...func(*Deps, *catalog.Config)) *internalEnv {
 	t.Helper()
 	dir := t.TempDir()
 	be, err := pebblebackend.Open(filepath.Join(dir, "data"), pebblebackend.Options{})
@@ -250,8 +252,12 @@ func newInternalEnv(t *testing.T, opts ...func(*Deps)) *internalEnv {
 	wh := (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(dir, "warehouse"))}).String()
 	reg := prometheus.NewRegistry()
 	deps := Deps{Store: store, Metrics: reg, Warehouses: []Warehouse{{Name: "lake", Location: wh}}}
+	catCfg := catalog.Config{Warehouses: []catalog.Warehouse{{Name: "lake", Location: wh}}}
 	for _, o := range opts {
-		o(&deps)
+		o(&deps, &catCfg)
+	}
+	if deps.Catalog, err = catalog.New(store, catCfg, catalog.Options{}); err != nil {
+		t.Fatal(err)
 	}
 	a, err := newAPI(deps)
 	if err != nil {

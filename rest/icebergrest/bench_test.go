@@ -27,6 +27,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/server"
 	"github.com/floe-catalog/floe/versionstore"
@@ -75,7 +76,11 @@ func startBenchServer(b *testing.B, clients int, configure ...func(*icebergrest.
 	}
 	wh := (&url.URL{Scheme: "file", Path: filepath.ToSlash(whDir)}).String()
 	registry := prometheus.NewRegistry() // the facade's metrics on the server's /metrics
-	deps := icebergrest.Deps{Store: store, Metrics: registry, Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: wh}}}
+	cat, err := catalog.New(store, catalog.Config{Warehouses: []catalog.Warehouse{{Name: "lake", Location: wh}}}, catalog.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	deps := icebergrest.Deps{Store: store, Catalog: cat, Metrics: registry, Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: wh}}}
 	for _, c := range configure {
 		c(&deps)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/internal/testkit/testserver"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/versionstore"
@@ -40,7 +41,13 @@ func newEnv(t *testing.T) *testEnv {
 // configure, if set, adjusts the facade's Deps.
 func newEnvAt(t *testing.T, dir string, configure func(*icebergrest.Deps)) *testEnv {
 	t.Helper()
-	s := testserver.Start(t, testserver.Options{Dir: dir, Iceberg: func(d *icebergrest.Deps) {
+	return newEnvWith(t, dir, configure, nil)
+}
+
+// newEnvWith is newEnvAt that also adjusts the catalog's Config.
+func newEnvWith(t *testing.T, dir string, configure func(*icebergrest.Deps), configureCatalog func(*catalog.Config)) *testEnv {
+	t.Helper()
+	s := testserver.Start(t, testserver.Options{Dir: dir, Catalog: configureCatalog, Iceberg: func(d *icebergrest.Deps) {
 		// "other" lies beside "lake", so lake's directory holds only what tests write.
 		d.Warehouses = append(d.Warehouses, icebergrest.Warehouse{Name: "other", Location: d.Warehouses[0].Location + "-other"})
 		if configure != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/versionstore"
 	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 )
@@ -129,7 +130,11 @@ func TestExpireRecords(t *testing.T) {
 	t.Cleanup(func() { _ = store.Close() })
 	var now atomic.Int64
 	now.Store(time.Now().UnixNano())
-	a, err := newAPI(Deps{Store: store, Warehouses: []Warehouse{{Name: "lake", Location: "file:///lake"}},
+	cat, err := catalog.New(store, catalog.Config{Warehouses: []catalog.Warehouse{{Name: "lake", Location: "file:///lake"}}}, catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := newAPI(Deps{Store: store, Catalog: cat, Warehouses: []Warehouse{{Name: "lake", Location: "file:///lake"}},
 		IdempotencyKeyLifetime: time.Hour, Now: func() time.Time { return time.Unix(0, now.Load()) }})
 	if err != nil {
 		t.Fatal(err)

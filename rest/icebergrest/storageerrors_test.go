@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/floe-catalog/floe/rest/icebergrest"
+	"github.com/floe-catalog/floe/catalog"
 )
 
 // TestLoadTableMissingMetadataFile: a table whose metadata file storage no
@@ -16,7 +16,7 @@ import (
 func TestLoadTableMissingMetadataFile(t *testing.T) {
 	for name, cacheBytes := range map[string]int64{"cache off": -1, "cached": 0} {
 		t.Run(name, func(t *testing.T) {
-			e := newEnvAt(t, t.TempDir(), func(d *icebergrest.Deps) { d.MetadataCacheBytes = cacheBytes })
+			e := newEnvWith(t, t.TempDir(), nil, func(c *catalog.Config) { c.MetadataCacheBytes = cacheBytes })
 			e.createNamespace("lake", "ns")
 			created := e.createTable("lake", "ns", "t")
 			if resp := e.do(http.MethodGet, "/v1/lake/namespaces/ns/tables/t", nil); resp.status != http.StatusOK {

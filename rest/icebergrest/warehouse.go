@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/floe-catalog/floe/catalog/icebergtable"
 	"github.com/floe-catalog/floe/catalog/s3sign"
 	"github.com/floe-catalog/floe/policy"
@@ -33,25 +31,14 @@ type warehouse struct {
 	// not.
 	signing *RemoteSigning
 	signer  *s3sign.Signer
-	// vending vends engines credentials; nil when the warehouse does
-	// not.
-	vending *VendedCredentials
 	// buckets are the object-store buckets of the warehouse's root and
 	// allowed locations: the only ones floe signs requests for.
 	buckets []string
 }
 
-func newWarehouse(w Warehouse, cache *icebergtable.MetadataCache, maxRead int64, tp trace.TracerProvider) (*warehouse, error) {
-	if w.Name == "" || strings.ContainsAny(w.Name, "@|/") {
-		return nil, fmt.Errorf("iceberg REST: invalid warehouse name %q: it must be non-empty without '@', '|' or '/'", w.Name)
-	}
-	files, err := icebergtable.OpenWarehouse(icebergtable.Config{
-		Name: w.Name, Location: w.Location, IOProperties: w.IOProperties, Cache: cache,
-		MaxMetadataFileBytes: maxRead, AllowedLocations: w.AllowedLocations, TracerProvider: tp,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("iceberg REST: %w", err)
-	}
+// newWarehouse serves the catalog's warehouse files as w configures.
+func newWarehouse(w Warehouse, files *icebergtable.Warehouse) (*warehouse, error) {
+	var err error
 	cc := map[string]string{}
 	for k, v := range w.ClientConfig {
 		cc[k] = v
@@ -65,15 +52,6 @@ func newWarehouse(w Warehouse, cache *icebergtable.MetadataCache, maxRead int64,
 		if u, err := url.Parse(loc); err == nil && u.Scheme == "s3" && !slices.Contains(wh.buckets, u.Host) {
 			wh.buckets = append(wh.buckets, u.Host)
 		}
-	}
-	if w.VendedCredentials != nil {
-		if len(wh.buckets) == 0 {
-			return nil, fmt.Errorf("iceberg REST: warehouse %q at %s: vended credentials need an s3:// warehouse", w.Name, files.Location())
-		}
-		if w.VendedCredentials.Vendor == nil {
-			return nil, fmt.Errorf("iceberg REST: warehouse %q: vended credentials need a vendor", w.Name)
-		}
-		wh.vending = w.VendedCredentials
 	}
 	if wh.signing != nil {
 		if len(wh.buckets) == 0 {
@@ -227,4 +205,13 @@ func (a *api) head(branch string) (versionstore.Hash, error) {
 		return versionstore.Hash{}, err
 	}
 	return ref.Head, nil
+}
+
+// tableReply is the LoadTableResult of table id in this warehouse:
+// metadataReply with the config the client gets (tableConfig: FileIO
+// properties engines need to write data files, e.g. an S3 endpoint, and
+// the remote signing config).
+func (a *api) tableReply(r *http.Request, wr *warehouseRef, id identifier, location string, metadata []byte) *reply {
+	cfg, _ := a.tableConfig(r, wr, id)
+	return metadataReply(location, metadata, cfg)
 }

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/internal/testkit/testserver"
-	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -20,7 +20,7 @@ import (
 // reads are bounded by maxRead bytes (0: the default).
 func locationsEnv(t *testing.T, maxRead int64) (*testEnv, *testserver.Server) {
 	t.Helper()
-	s := testserver.Start(t, testserver.Options{Iceberg: func(d *icebergrest.Deps) { d.MaxMetadataFileBytes = maxRead }})
+	s := testserver.Start(t, testserver.Options{Catalog: func(c *catalog.Config) { c.MaxMetadataFileBytes = maxRead }})
 	return &testEnv{t: t, url: s.URL, store: s.Store}, s
 }
 

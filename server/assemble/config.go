@@ -6,6 +6,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/housekeeping/maintenance"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
@@ -43,11 +44,16 @@ type Config struct {
 	StoreFS vfs.FS
 	// Security says who callers are and what they may do.
 	Security Security
+	// Catalog configures the catalog service (package catalog), which
+	// owns the warehouses and their metadata cache and which the APIs,
+	// the merge engine, GC, merge checks and table statistics share. The
+	// root sets Warehouses from Iceberg.Warehouses.
+	Catalog catalog.Config
 	// Iceberg configures the Iceberg REST facade; Warehouses must list at
 	// least one, and the directories of local (file://) warehouses are
-	// created if missing. The root sets Store, Logger and Metrics, and
-	// Principal, Authenticate and Guard from the services it builds unless
-	// they are already set (tests set them to stubs).
+	// created if missing. The root sets Store, Catalog, Logger and
+	// Metrics, and Principal, Authenticate and Guard from the services it
+	// builds unless they are already set (tests set them to stubs).
 	Iceberg icebergrest.Deps
 	// Nessie configures the Nessie API v2, filled in as Iceberg is.
 	Nessie nessie.Deps

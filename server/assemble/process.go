@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/catalog/changefeed"
 	"github.com/floe-catalog/floe/housekeeping/maintenance"
 	"github.com/floe-catalog/floe/merge/mergequeue"
@@ -40,7 +41,10 @@ import (
 type Process struct {
 	logger *slog.Logger
 	store  *versionstore.Store
-	http   *server.Server
+	// catalog owns the warehouses and the metadata cache every service
+	// reading or writing table files shares.
+	catalog *catalog.Service
+	http    *server.Server
 	// backups backs up and exports the embedded store; nil over a
 	// backend other than Pebble.
 	backups *storebackup.Service
@@ -60,7 +64,7 @@ type Process struct {
 // which already names what failed; Service lets callers add their own
 // advice (cmd/floe names the flags that would help).
 type ServiceError struct {
-	// Service is "version store", "warehouse", "authentication",
+	// Service is "version store", "warehouse", "catalog", "authentication",
 	// "decision log", "policy engine", "maintenance locks", "iceberg REST
 	// API", "merge engine", "ref retention", "garbage collector", "merge queue", "event webhooks", "floe API"
 	// or "HTTP server".
@@ -129,6 +133,12 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	if err := createWarehouseDirs(cfg.Iceberg.Warehouses); err != nil {
 		return nil, &ServiceError{Service: "warehouse", Err: err}
 	}
+	// The catalog: the warehouses and their metadata cache, opened once
+	// for the APIs and every background worker below.
+	if p.catalog, err = catalog.New(p.store, catalogConfig(cfg), catalog.Options{Logger: logger, TracerProvider: cfg.TracerProvider}); err != nil {
+		return nil, &ServiceError{Service: "catalog", Err: err}
+	}
+	warehouses := p.catalog.Warehouses()
 	auth, err := p.startAuthn(ctx, cfg.Security.Authn, registry)
 	if err != nil {
 		return nil, &ServiceError{Service: "authentication", Err: err}
@@ -144,7 +154,7 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 
 	// The APIs, over the services above.
 	icebergDeps, nessieDeps := cfg.Iceberg, cfg.Nessie
-	icebergDeps.Store, icebergDeps.Logger, icebergDeps.Metrics = p.store, logger, registry
+	icebergDeps.Store, icebergDeps.Catalog, icebergDeps.Logger, icebergDeps.Metrics = p.store, p.catalog, logger, registry
 	if icebergDeps.TracerProvider == nil {
 		icebergDeps.TracerProvider = cfg.TracerProvider
 	}
@@ -169,7 +179,7 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	}
 	// The maintenance locks, built before the APIs that share them: the
 	// Iceberg facade enforces them, floe's API serves them (and table
-	// statistics, which read metadata through the facade's warehouses).
+	// statistics, which read metadata through the catalog's warehouses).
 	maintOpts := cfg.Maintenance
 	maintOpts.Metrics, maintOpts.Logger = registry, logger
 	if icebergDeps.MaintenanceLocks == nil {
@@ -187,8 +197,7 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	// only wraps handlers around the store and the guard built above. Its
 	// clients may name metadata locations too, under the same rule as
 	// the Iceberg API's: inside a configured warehouse. Its merges read
-	// and write tables through the facade's warehouses.
-	warehouses := iceberg.Warehouses()
+	// and write tables through the catalog's warehouses.
 	if nessieDeps.Locations == nil {
 		nessieDeps.Locations = warehouses
 	}
@@ -340,6 +349,9 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 // Store is the process's version store; it is open until Close.
 func (p *Process) Store() *versionstore.Store { return p.store }
 
+// Catalog is the process's catalog service.
+func (p *Process) Catalog() *catalog.Service { return p.catalog }
+
 // Queue is the process's merge queue.
 func (p *Process) Queue() *mergequeue.Queue { return p.queue }
 
@@ -485,6 +497,19 @@ func principalID(r *http.Request) string {
 		return p.ID
 	}
 	return "anonymous"
+}
+
+// catalogConfig is cfg.Catalog with the warehouses the Iceberg facade
+// serves.
+func catalogConfig(cfg Config) catalog.Config {
+	c := cfg.Catalog
+	c.Warehouses = make([]catalog.Warehouse, 0, len(cfg.Iceberg.Warehouses))
+	for _, w := range cfg.Iceberg.Warehouses {
+		c.Warehouses = append(c.Warehouses, catalog.Warehouse{
+			Name: w.Name, Location: w.Location, IOProperties: w.IOProperties, AllowedLocations: w.AllowedLocations,
+		})
+	}
+	return c
 }
 
 // createWarehouseDirs creates the directories of local warehouses, so a

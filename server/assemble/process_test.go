@@ -157,7 +157,7 @@ func TestFailedStartClosesWhatWasBuilt(t *testing.T) {
 		{"no authentication", func(c *assemble.Config) { c.Security.Authn.Dev = false }, "authentication", "no authentication configured"},
 		{"decision log unwritable", func(c *assemble.Config) { c.Security.DecisionLog = "/nonexistent/decisions.jsonl" }, "decision log", "/nonexistent/decisions.jsonl"},
 		{"bad policy bundle", func(c *assemble.Config) { c.Security.Policy.Bundle = "/nonexistent/bundle" }, "policy engine", "/nonexistent/bundle"},
-		{"no warehouse", func(c *assemble.Config) { c.Iceberg.Warehouses = nil }, "iceberg REST API", "no warehouse"},
+		{"no warehouse", func(c *assemble.Config) { c.Iceberg.Warehouses = nil }, "catalog", "no warehouse"},
 		{"bad HTTP config", func(c *assemble.Config) { c.HTTP.MaxBodyBytes = -1 }, "HTTP server", "max body bytes must not be negative"},
 		{"address in use", func(c *assemble.Config) { c.HTTP.Addr = busy.Addr().String() }, "", "address already in use"},
 	} {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/housekeeping/maintenance"
 	"github.com/floe-catalog/floe/merge/mergequeue"
 	"github.com/floe-catalog/floe/policy/authn"
@@ -32,6 +33,9 @@ type Options struct {
 	// Security, if set, replaces dev mode with authorization off (`floe
 	// serve --dev`, every request allowed as the anonymous principal).
 	Security *assemble.Security
+	// Catalog, if set, adjusts the catalog's configuration (its metadata
+	// cache, the bound on a metadata file read).
+	Catalog func(*catalog.Config)
 	// Iceberg, if set, adjusts the Iceberg REST facade's Deps before the
 	// process is built. They come with one warehouse, "lake", at the
 	// server's warehouse directory.
@@ -104,6 +108,9 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	if opts.Security != nil {
 		cfg.Security = *opts.Security
+	}
+	if opts.Catalog != nil {
+		opts.Catalog(&cfg.Catalog)
 	}
 	if opts.Iceberg != nil {
 		opts.Iceberg(&cfg.Iceberg)
