@@ -495,6 +495,15 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 	case why != "":
 		return refuse(why)
 	}
+	qctx, qspan := e.startSpan(ctx, "position deletes")
+	why, err = positionConflict(qctx, wh, c)
+	endSpan(qspan, err)
+	switch {
+	case err != nil:
+		return nil, nil, fmt.Errorf("compare position deletes: %w", err)
+	case why != "":
+		return refuse(why)
+	}
 	overlap := c.Class == classify.PartitionOverlap
 	common := c.CommonPartitions
 	if c.Class == classify.FileConflict {

@@ -11,16 +11,13 @@ package mergeengine_test
 // snapshot isolation, so only rows decide:
 //
 //   - a row dev deleted or updated since its last merge that main deleted
-//     or updated since dev branched is a row changed on both sides: on the
-//     v3 table the merge is refused ("rows changed on both sides", named
-//     by _row_id), and nothing is written (main's head, its rows, the
-//     warehouse's metadata files and manifest lists);
+//     or updated since dev branched is a row changed on both sides: the
+//     merge is refused ("rows changed on both sides", named by _row_id on
+//     v3, by data file and position on v2), and nothing is written (main's
+//     head, its rows, the warehouse's metadata files and manifest lists);
 //   - otherwise the merge lands, and main holds its own rows with dev's
 //     changes applied: the rows dev deleted (or the old versions of those
 //     it updated) gone, the rows it appended (or wrote again) there once.
-//     On v2, whose position delete files a reader applies together, a row
-//     changed on both sides is not detected: both sides' deletes apply and
-//     both sides' new versions stay, as the model says.
 //
 // After a refusal the sequence ends (dev's change stays unmergeable).
 // Environment: FLOE_ROWPROP_SEED, FLOE_ROWPROP_SEQUENCES (default 6),
@@ -170,14 +167,24 @@ func (r *rowPropRun) deleteRow(t *testing.T, b string, m *rowTable, id int64) {
 // mergeAndCheck merges dev into main and checks the outcome against the
 // model; false ends the sequence (a refusal).
 func (r *rowPropRun) mergeAndCheck(t *testing.T) bool {
+	// A row both sides deleted (an update deletes too) is a conflict on
+	// either format: named by _row_id on v3, by data file and position
+	// on v2 (tablemerge/posdeletes.go).
 	var conflicts []string
+	var wants []string
 	for _, m := range r.tables {
-		if !m.v3 {
-			continue
-		}
+		n := len(conflicts)
 		for row := range m.devDeleted {
 			if m.mainDeleted[row] {
-				conflicts = append(conflicts, fmt.Sprintf("row %d", row))
+				conflicts = append(conflicts, fmt.Sprintf("%s row %d", m.name, row))
+			}
+		}
+		if len(conflicts) > n {
+			wants = append(wants, m.name)
+			if m.v3 {
+				wants = append(wants, "_row_id=")
+			} else {
+				wants = append(wants, "(format v2 position deletes): data file ")
 			}
 		}
 	}
@@ -193,8 +200,8 @@ func (r *rowPropRun) mergeAndCheck(t *testing.T) bool {
 	out := r.do(t, cmd("merge", "source=dev", "target=main"))
 	r.log = append(r.log, "  -> "+strings.TrimSpace(out))
 	if len(conflicts) > 0 {
-		if !strings.HasPrefix(out, "409 ") || !strings.Contains(out, "ns.v3") || !strings.Contains(out, "rows changed on both sides") || !strings.Contains(out, "_row_id=") {
-			t.Fatalf("merge: got %q, want a refusal of ns.v3 naming rows changed on both sides (%s)", out, strings.Join(conflicts, ", "))
+		if !strings.HasPrefix(out, "409 ") || !strings.Contains(out, "rows changed on both sides") || slices.ContainsFunc(wants, func(w string) bool { return !strings.Contains(out, w) }) {
+			t.Fatalf("merge: got %q, want a refusal naming rows changed on both sides (%s), with %q", out, strings.Join(conflicts, ", "), wants)
 		}
 		now, err := r.d.srv.Store.GetRef("main")
 		if err != nil {
