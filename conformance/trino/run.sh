@@ -11,6 +11,9 @@
 # so an interrupted one is redone. The Python client (the `trino` package) lives
 # in the virtualenv .cache/venv-trino, built by ../venv.sh.
 #
+# test_s3_vended.py also needs MinIO, built from its Go module with GO
+# (default go) into .cache/ the first time (../s3/minio.sh).
+#
 # Environment: TRINO_JAVA (the java binary, default: the newest Temurin
 # 24+ under /usr/lib/jvm, else java on PATH if it is 24+), PYTHON (default
 # python3), FLOE_BIN (default bin/floe), PYTEST_ARGS (extra pytest
@@ -90,6 +93,25 @@ fi
 # shellcheck source=../venv.sh
 source "$here/../venv.sh"
 floe_venv "trino conformance" venv-trino "$here/requirements.txt"
+
+# test_s3_vended.py runs Trino on an s3:// warehouse through floe's vended
+# credentials, on MinIO (it enforces their session policies), built from
+# its Go module the first time and shared with the s3 suite.
+go="${GO:-go}"
+tmp="$(mktemp -d)"
+minio_pid=""
+cleanup() {
+	if [[ -n "$minio_pid" ]]; then
+		kill "$minio_pid" 2>/dev/null || true
+		wait "$minio_pid" 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+# shellcheck source=../s3/minio.sh
+source "$here/../s3/minio.sh"
+floe_minio_install "trino conformance"
+floe_minio_start "trino conformance" "$tmp"
 
 # No bytecode or pytest cache inside the source tree.
 export PYTHONDONTWRITEBYTECODE=1
