@@ -165,6 +165,10 @@ type refTxn struct {
 	// records are written with the batch, if checks hold.
 	records []backend.Record
 	checks  []backend.RecordCheck
+	// objects are written with the batch besides the overlay's: the
+	// objects of events the write appends to the log (logevent.go),
+	// which are never cached.
+	objects []backend.Object
 	// chain holds ancestors of the current head; an expected hash found
 	// there needs no history walk.
 	chain *headChain
@@ -429,6 +433,7 @@ type preparedRound struct {
 	log     []*RefLogEntry
 	records []backend.Record
 	checks  []backend.RecordCheck
+	objects []backend.Object // refTxn.objects of the round's writes
 	// recordKeys are the records the round writes so far: a later write
 	// in the round that checks one of them read its value before the
 	// earlier write changed it, so its check would be stale.
@@ -451,7 +456,7 @@ func sameValue(a, b []byte) bool {
 func (p *preparedRound) changed() bool { return len(p.log) > 0 }
 
 func (p *preparedRound) batch() backend.Batch {
-	b := backend.Batch{Objects: p.ov.objects(), Refs: []backend.RefUpdate{{Name: p.name}}, Records: p.records, RecordChecks: p.checks}
+	b := backend.Batch{Objects: append(p.ov.objects(), p.objects...), Refs: []backend.RefUpdate{{Name: p.name}}, Records: p.records, RecordChecks: p.checks}
 	if p.base != nil {
 		b.Refs[0].Expected = p.base.raw
 	}
@@ -576,6 +581,7 @@ func (p *preparedRound) add(reqs []*writeRequest) {
 		}
 		p.cur = t.ref
 		p.log = append(p.log, t.log...)
+		p.objects = append(p.objects, t.objects...)
 		p.records = append(p.records, t.records...)
 		p.checks = append(p.checks, t.checks...)
 		for _, rec := range t.records {

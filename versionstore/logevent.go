@@ -65,26 +65,34 @@ func decodeEvent(b []byte) (kind string, payload []byte, err error) {
 // that was not written, and no written state lacks its event. It returns
 // the entry without its Seq, which the backend assigns.
 func (s *Store) AppendEvent(ctx context.Context, ev LogEvent, records ...Record) (*RefLogEntry, error) {
-	if ev.Kind == "" || len(ev.Kind) > 64 {
-		return nil, fmt.Errorf("%w: an event's kind must have 1 to 64 bytes", ErrInvalid)
+	entries, err := s.AppendEvents(ctx, []LogEvent{ev}, records...)
+	if err != nil {
+		return nil, err
 	}
-	if len(ev.Subject) > maxRefNameBytes {
-		return nil, fmt.Errorf("%w: an event's subject must have at most %d bytes", ErrInvalid, maxRefNameBytes)
-	}
-	if len(ev.Payload) > maxEventBytes {
-		return nil, fmt.Errorf("%w: an event's payload must have at most %d bytes", ErrInvalid, maxEventBytes)
+	return entries[0], nil
+}
+
+// AppendEvents is AppendEvent for several events, appended in order in
+// the same durable write.
+func (s *Store) AppendEvents(ctx context.Context, evs []LogEvent, records ...Record) ([]*RefLogEntry, error) {
+	if len(evs) == 0 {
+		return nil, fmt.Errorf("%w: no event to append", ErrInvalid)
 	}
 	if err := s.beginWrite(); err != nil {
 		return nil, err
 	}
 	defer s.closeMu.RUnlock()
-	data := encodeEvent(&ev)
-	h := hashOf(data)
-	entry := &RefLogEntry{Ref: ev.Subject, Op: RefLogEvent, To: h, Principal: ev.Principal, Time: s.now()}
-	if ev.Subject != "" {
-		entry.RefType = Branch
+	var b backend.Batch
+	entries := make([]*RefLogEntry, 0, len(evs))
+	for i := range evs {
+		obj, entry, err := s.eventEntry(&evs[i])
+		if err != nil {
+			return nil, err
+		}
+		b.Objects = append(b.Objects, obj)
+		b.Log = append(b.Log, encodeRefLog(entry))
+		entries = append(entries, entry)
 	}
-	b := backend.Batch{Objects: []backend.Object{{ID: h, Data: data}}, Log: [][]byte{encodeRefLog(entry)}}
 	seen := make(map[string]bool, len(records))
 	for i := range records {
 		if seen[records[i].Key] {
@@ -101,9 +109,29 @@ func (s *Store) AppendEvent(ctx context.Context, ev LogEvent, records ...Record)
 		}
 	}
 	if err := s.be.Apply(ctx, b); err != nil {
-		return nil, fmt.Errorf("append %s event: %w", ev.Kind, recordConflict(err))
+		return nil, fmt.Errorf("append %d event(s), %s first: %w", len(evs), evs[0].Kind, recordConflict(err))
 	}
-	return entry, nil
+	return entries, nil
+}
+
+// eventEntry validates ev and returns its object and the log entry that
+// names it.
+func (s *Store) eventEntry(ev *LogEvent) (backend.Object, *RefLogEntry, error) {
+	switch {
+	case ev.Kind == "" || len(ev.Kind) > 64:
+		return backend.Object{}, nil, fmt.Errorf("%w: an event's kind must have 1 to 64 bytes", ErrInvalid)
+	case len(ev.Subject) > maxRefNameBytes:
+		return backend.Object{}, nil, fmt.Errorf("%w: an event's subject must have at most %d bytes", ErrInvalid, maxRefNameBytes)
+	case len(ev.Payload) > maxEventBytes:
+		return backend.Object{}, nil, fmt.Errorf("%w: an event's payload must have at most %d bytes", ErrInvalid, maxEventBytes)
+	}
+	data := encodeEvent(ev)
+	h := hashOf(data)
+	entry := &RefLogEntry{Ref: ev.Subject, Op: RefLogEvent, To: h, Principal: ev.Principal, Time: s.now()}
+	if ev.Subject != "" {
+		entry.RefType = Branch
+	}
+	return backend.Object{ID: h, Data: data}, entry, nil
 }
 
 // ReadLogEvent returns the event of a RefLogEvent entry: its kind and

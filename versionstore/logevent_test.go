@@ -93,3 +93,55 @@ func TestAppendEvent(t *testing.T) {
 		t.Fatalf("ReadLogEvent of a move: %v, want ErrInvalid", err)
 	}
 }
+
+// TestAssignRefWithEvents: events ride on an assignment, right after its
+// move, and exist only if the reference moved.
+func TestAssignRefWithEvents(t *testing.T) {
+	ctx := t.Context()
+	s := openTestStore(t, Options{})
+	root := head(t, s, DefaultBranch)
+	res, err := s.Commit(ctx, CommitRequest{Branch: DefaultBranch, Expected: root, Operations: []Operation{put(key("db"), ns())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateRef(ctx, CreateRefRequest{Name: "dev", Type: Branch, Target: root}); err != nil {
+		t.Fatal(err)
+	}
+	evs := []LogEvent{{Kind: "queue", Subject: "dev", Payload: []byte(`1`)}, {Kind: "queue", Subject: "dev", Payload: []byte(`2`)}}
+	// Expecting the wrong head: no move, no event.
+	if _, err := s.AssignRef(ctx, AssignRefRequest{Name: "dev", Expected: res.Commit.Hash, Target: res.Commit.Hash, Events: evs}); err == nil {
+		t.Fatal("an assignment from the wrong head succeeded")
+	}
+	last, err := s.LastRefLogSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AssignRef(ctx, AssignRefRequest{Name: "dev", Expected: root, Target: res.Commit.Hash, Principal: "q", Events: evs}); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := s.RefLogAfter(ctx, last, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 3 || entries[0].Op != RefLogAssign || entries[1].Op != RefLogEvent || entries[2].Op != RefLogEvent {
+		t.Fatalf("entries after the refused assignment: %+v; want the move and its 2 events", entries)
+	}
+	for i, e := range entries[1:] {
+		if _, payload, err := s.ReadLogEvent(ctx, e); err != nil || string(payload) != string(evs[i].Payload) {
+			t.Fatalf("event %d: %q %v", i, payload, err)
+		}
+	}
+	// Several events in one write keep their order.
+	if _, err := s.AppendEvents(ctx, []LogEvent{{Kind: "a"}, {Kind: "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	more, err := s.RefLogAfter(ctx, entries[2].Seq, 10)
+	if err != nil || len(more) != 2 {
+		t.Fatalf("after the appended pair: %d entries, %v", len(more), err)
+	}
+	for i, want := range []string{"a", "b"} {
+		if kind, _, err := s.ReadLogEvent(ctx, more[i]); err != nil || kind != want {
+			t.Fatalf("event %d: %q %v, want %q", i, kind, err, want)
+		}
+	}
+}

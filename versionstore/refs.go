@@ -3,6 +3,8 @@ package versionstore
 import (
 	"context"
 	"fmt"
+
+	"github.com/floe-catalog/floe/versionstore/backend"
 )
 
 // CreateRefRequest creates a branch or tag at an existing commit.
@@ -68,6 +70,11 @@ type AssignRefRequest struct {
 	// that move. A conditional record whose condition fails fails the
 	// assignment with ErrRecordConflict, and nothing is written.
 	Records []Record
+	// Events, if set, are appended to the reference log right after the
+	// move, in the same durable write and only if the reference moves
+	// (AppendEvent): the merge queue reports the requests a landing
+	// merged with the landing itself.
+	Events []LogEvent
 }
 
 // AssignRef moves a branch or tag to any existing commit.
@@ -86,6 +93,15 @@ func (s *Store) AssignRef(ctx context.Context, req AssignRefRequest) (*Ref, erro
 		}
 		recs = append(recs, p)
 	}
+	objs := make([]backend.Object, 0, len(req.Events))
+	events := make([]*RefLogEntry, 0, len(req.Events))
+	for i := range req.Events {
+		obj, entry, err := s.eventEntry(&req.Events[i])
+		if err != nil {
+			return nil, err
+		}
+		objs, events = append(objs, obj), append(events, entry)
+	}
 	res, err := s.write(ctx, req.Name, func(ctx context.Context, t *refTxn) (any, error) {
 		if err := t.checkRef(req.Type, req.Expected); err != nil {
 			return nil, err
@@ -93,6 +109,12 @@ func (s *Store) AssignRef(ctx context.Context, req AssignRefRequest) (*Ref, erro
 		t.move(req.Target, RefLogAssign, req.Principal)
 		for _, p := range recs {
 			t.addRecord(p)
+		}
+		for i, e := range events {
+			entry := *e
+			entry.Time = t.log[len(t.log)-1].Time
+			t.log = append(t.log, &entry)
+			t.objects = append(t.objects, objs[i])
 		}
 		return t.ref, nil
 	})
