@@ -58,7 +58,7 @@ type vendOptions struct {
 // s3://<bucket>/wh on MinIO, vending credentials on request: tokens for
 // alice (owns users/alice/dev under the default policy), bob, carol and
 // dave; floe's keys are MinIO's root user's.
-func newVendLake(t *testing.T, o vendOptions) *signLake {
+func newVendLake(t testing.TB, o vendOptions) *signLake {
 	t.Helper()
 	endpoint := os.Getenv(minioEndpointEnv)
 	if endpoint == "" {
@@ -505,4 +505,60 @@ func TestS3VendedCredentialsSTSDown(t *testing.T) {
 	if n := l.metric(`floe_storage_vend_refusals_total{reason="sts"}`); n != 1 {
 		t.Errorf("sts failures counted %v, want 1", n)
 	}
+}
+
+// BenchmarkS3VendedCredentials: what vending adds to a loadTable, against
+// MinIO's STS on loopback: a plain load, a load with credentials from the
+// vendor's cache (the same principal and grant within half their
+// lifetime), and the STS AssumeRole behind a cache miss.
+func BenchmarkS3VendedCredentials(b *testing.B) {
+	l := newVendLake(b, vendOptions{})
+	const branch = "lake@users/alice/dev"
+	if status, body, _ := l.call("alice", http.MethodPost, "/v1/"+url.PathEscape(branch)+"/namespaces", `{"namespace":["ns"]}`); status != http.StatusOK {
+		b.Fatalf("create namespace: %d %s", status, body)
+	}
+	loc, _ := l.createTable(branch, "t1")
+	path := l.s.URL + "/v1/" + url.PathEscape(branch) + "/namespaces/ns/tables/t1"
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	load := func(b *testing.B, delegation string) {
+		b.ReportAllocs()
+		for b.Loop() {
+			req, err := http.NewRequestWithContext(b.Context(), http.MethodGet, path, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer tok-alice")
+			if delegation != "" {
+				req.Header.Set("X-Iceberg-Access-Delegation", delegation)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b.Fatalf("load: %d", resp.StatusCode)
+			}
+		}
+	}
+	b.Run("loadTable", func(b *testing.B) { load(b, "") })
+	b.Run("loadTable+vended-cached", func(b *testing.B) { load(b, "vended-credentials") })
+	b.Run("AssumeRole", func(b *testing.B) {
+		vendor, err := s3vend.New(b.Context(), s3vend.Config{RoleARN: vendRole, Endpoint: l.endpoint, Region: "us-east-1",
+			Duration: s3vend.MinDuration, AccessKeyID: l.keyID, SecretAccessKey: l.secret})
+		if err != nil {
+			b.Fatal(err)
+		}
+		grant := s3vend.Grant{Prefixes: []string{loc}, Write: true}
+		i := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			i++
+			// A principal of its own each time: never the cache.
+			if _, err := vendor.Vend(b.Context(), grant, "bench-"+strconv.Itoa(i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
