@@ -18,10 +18,8 @@ func (q *Queue) checkBypass(ctx context.Context, target string) {
 	if err != nil {
 		return
 	}
-	q.mu.Lock()
-	known, ok := q.known[target]
-	q.known[target] = ref.Head
-	q.mu.Unlock()
+	w := q.worker(target)
+	known, ok := w.saw(ref.Head)
 	if !ok || known == ref.Head {
 		return
 	}
@@ -34,9 +32,7 @@ func (q *Queue) checkBypass(ctx context.Context, target string) {
 		h = c.Parent()
 	}
 	n = max(n, 1)
-	q.mu.Lock()
-	q.bypassed[target] += n
-	q.mu.Unlock()
+	w.addBypassed(n)
 	q.metrics.bypass.WithLabelValues(target).Add(float64(n))
 	q.logger.WarnContext(ctx, "merge queue: commits reached a queue-managed branch without the queue", "target", target,
 		"commits", n, "from", known.String(), "to", ref.Head.String())

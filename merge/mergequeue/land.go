@@ -76,7 +76,7 @@ func (q *Queue) land(ctx context.Context, target string, head versionstore.Hash,
 		q.applied(q.reqs[m.id], nexts[i], recs[i].Value)
 		delete(vals, m.id)
 	}
-	q.known[target] = final
+	q.worker(target).saw(final)
 	q.metrics.batches.Observe(float64(len(members)))
 	return nil
 }

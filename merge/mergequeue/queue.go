@@ -113,30 +113,24 @@ type Queue struct {
 	faultRetries int
 	faultBackoff time.Duration
 
-	// mu guards reqs, seq and known. Every write of a request's record
+	// mu guards reqs and seq. Every write of a request's record
 	// happens under it, with a compare-and-swap on the bytes reqs holds,
 	// so memory and store agree.
-	mu    sync.RWMutex
-	reqs  map[string]*entry
-	seq   uint64
-	known map[string]versionstore.Hash // per target: the head the queue last saw
-	// bypassed counts bypass commits per target since start, for the
-	// report.
-	bypassed map[string]int
+	mu   sync.RWMutex
+	reqs map[string]*entry
+	seq  uint64
 
-	// workers serializes the processing of each target.
+	// workers are the targets' workers (worker.go), made on first use;
+	// kick tells Run of a target with a new request.
 	workersMu sync.Mutex
-	workers   map[string]*sync.Mutex
-	wakes     map[string]chan struct{}
+	workers   map[string]*worker
 	kick      chan string
 
-	// With leases (Options.Leases): holdings are the targets this
-	// replica holds now, each target's worker's own.
+	// With leases (Options.Leases): each worker holds its target's lease
+	// while it is the target's committer.
 	leases   *lease.Leases
 	holder   string
 	leaseTTL time.Duration
-	holdMu   sync.Mutex
-	holdings map[string]*lease.Holding
 
 	// Test hooks (export_test.go): beforeLand runs just before a
 	// landing write, inside its fence; crashed makes a stopping worker
@@ -172,9 +166,8 @@ func New(ctx context.Context, o Options) (*Queue, error) {
 		store: o.Store, merger: o.Merger, validator: o.Validator, rules: o.Rules,
 		principal: o.Principal, logger: o.Logger, metrics: m, now: o.Now, poll: o.Poll,
 		faultRetries: o.FaultRetries, faultBackoff: o.FaultBackoff,
-		reqs: map[string]*entry{}, known: map[string]versionstore.Hash{}, bypassed: map[string]int{},
-		workers: map[string]*sync.Mutex{}, kick: make(chan string, 256),
-		leases: o.Leases, holder: o.Holder, leaseTTL: o.LeaseTTL, holdings: map[string]*lease.Holding{},
+		reqs: map[string]*entry{}, workers: map[string]*worker{}, kick: make(chan string, 256),
+		leases: o.Leases, holder: o.Holder, leaseTTL: o.LeaseTTL,
 	}
 	if q.leases != nil && q.holder == "" {
 		return nil, errors.New("merge queue: leases need a holder name")
@@ -218,7 +211,7 @@ func New(ctx context.Context, o Options) (*Queue, error) {
 	}
 	for _, b := range q.rules.Protected {
 		if r, err := q.store.GetRef(b); err == nil {
-			q.known[b] = r.Head
+			q.worker(b).saw(r.Head)
 		}
 	}
 	return q, nil

@@ -74,13 +74,8 @@ func (q *Queue) Report(since time.Time) *Report {
 			a.line.Rejected++
 		}
 	}
-	if len(q.bypassed) > 0 {
-		rep.Bypass = map[string]int{}
-		for t, n := range q.bypassed {
-			rep.Bypass[t] = n
-		}
-	}
 	q.mu.RUnlock()
+	rep.Bypass = q.bypassCounts()
 	for _, a := range classes {
 		a.line.MedianWaitSeconds, a.line.MedianMergeSeconds = median(a.waits), median(a.runs)
 		rep.Classes = append(rep.Classes, a.line)

@@ -6,8 +6,110 @@ import (
 	"sync"
 	"time"
 
+	"github.com/floe-catalog/floe/versionstore"
 	"github.com/floe-catalog/floe/versionstore/lease"
 )
+
+// worker is one target branch's committer in this process. The requests
+// themselves are the Queue's (q.reqs, under q.mu); the worker owns what
+// processing its target needs besides them: the lock that lets one batch
+// of the target run at a time, the wake-up a submit or an approval sends,
+// this replica's holding of the target's lease (over a shared store), and
+// the target's head as the worker last saw it, which tells the queue's own
+// moves from commits that bypassed it.
+//
+// Invariants the batch code relies on:
+//   - A batch of the target runs only with w.mu held (Process): a request
+//     of the target found validating with w.mu held is no batch's of this
+//     replica (adopt queues such requests again).
+//   - With leases, a batch starts only while w.holding is set (adopt), and
+//     its landing write is made inside the holding's fence (land): a
+//     holder deposed meanwhile writes nothing.
+//   - w.known is the head the target had after the queue's last landing
+//     or look (checkBypass); any other commit since reached the target
+//     without the queue.
+//
+// Lock order: q.mu, then q.workersMu, then w.state; w.mu is taken before
+// any of them and held across a whole batch.
+type worker struct {
+	target string
+	// mu serializes the processing of the target.
+	mu sync.Mutex
+	// wake, buffered, wakes the worker's loop (serve) if it sleeps.
+	wake chan struct{}
+
+	// state guards the fields below.
+	state sync.Mutex
+	// holding is this replica's holding of the target's lease; nil
+	// without leases or while another replica holds it.
+	holding *lease.Holding
+	// known is the target's head the worker last saw, if seen.
+	known versionstore.Hash
+	seen  bool
+	// bypassed counts bypass commits since start, for the report.
+	bypassed int
+}
+
+// worker returns target's worker, made on first use.
+func (q *Queue) worker(target string) *worker {
+	q.workersMu.Lock()
+	defer q.workersMu.Unlock()
+	w := q.workers[target]
+	if w == nil {
+		w = &worker{target: target, wake: make(chan struct{}, 1)}
+		q.workers[target] = w
+	}
+	return w
+}
+
+// held is w's holding of the target's lease, nil if none.
+func (w *worker) held() *lease.Holding {
+	w.state.Lock()
+	defer w.state.Unlock()
+	return w.holding
+}
+
+func (w *worker) hold(h *lease.Holding) {
+	w.state.Lock()
+	w.holding = h
+	w.state.Unlock()
+}
+
+// saw records head as the target's head the queue knows, returning the
+// one it knew before (ok false if none).
+func (w *worker) saw(head versionstore.Hash) (prev versionstore.Hash, ok bool) {
+	w.state.Lock()
+	defer w.state.Unlock()
+	prev, ok = w.known, w.seen
+	w.known, w.seen = head, true
+	return prev, ok
+}
+
+// addBypassed counts n more bypass commits.
+func (w *worker) addBypassed(n int) {
+	w.state.Lock()
+	w.bypassed += n
+	w.state.Unlock()
+}
+
+// bypassCounts is the bypass commits counted per target, nil if none.
+func (q *Queue) bypassCounts() map[string]int {
+	q.workersMu.Lock()
+	defer q.workersMu.Unlock()
+	var out map[string]int
+	for t, w := range q.workers {
+		w.state.Lock()
+		n := w.bypassed
+		w.state.Unlock()
+		if n > 0 {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[t] = n
+		}
+	}
+	return out
+}
 
 // Run runs one worker per target branch with work, and one per protected
 // branch (which watches for bypass commits), until ctx ends.
@@ -19,7 +121,8 @@ func (q *Queue) Run(ctx context.Context) {
 			return
 		}
 		started[target] = true
-		wg.Go(func() { q.work(ctx, target) })
+		w := q.worker(target)
+		wg.Go(func() { q.work(ctx, w) })
 	}
 	for _, b := range q.rules.Protected {
 		start(b)
@@ -36,7 +139,7 @@ func (q *Queue) Run(ctx context.Context) {
 			return
 		case t := <-q.kick:
 			start(t)
-			q.wakeWorker(t)
+			q.worker(t).wakeUp()
 		case <-tick.C:
 			if q.leases != nil {
 				// Requests submitted to other replicas, and what their
@@ -65,47 +168,31 @@ func (q *Queue) targets() []string {
 	return out
 }
 
-// wakeWorker wakes target's worker if it sleeps.
-func (q *Queue) wakeWorker(target string) {
-	q.workersMu.Lock()
-	ch := q.wakeChan(target)
-	q.workersMu.Unlock()
+// wakeUp wakes w's loop if it sleeps.
+func (w *worker) wakeUp() {
 	select {
-	case ch <- struct{}{}:
+	case w.wake <- struct{}{}:
 	default:
 	}
 }
 
-// wakeChan returns target's wake channel; q.workersMu must be held.
-func (q *Queue) wakeChan(target string) chan struct{} {
-	if q.wakes == nil {
-		q.wakes = map[string]chan struct{}{}
-	}
-	ch := q.wakes[target]
-	if ch == nil {
-		ch = make(chan struct{}, 1)
-		q.wakes[target] = ch
-	}
-	return ch
-}
-
-// work is target's worker. With leases it serves only while this replica
-// holds the target's lease: it tries to acquire it every LeaseTTL/3, and
-// stops serving as soon as the holding ends.
-func (q *Queue) work(ctx context.Context, target string) {
+// work is w's loop. With leases it serves only while this replica holds
+// the target's lease: it tries to acquire it every LeaseTTL/3, and stops
+// serving as soon as the holding ends.
+func (q *Queue) work(ctx context.Context, w *worker) {
 	if q.leases == nil {
-		q.serve(ctx, target)
+		q.serve(ctx, w)
 		return
 	}
 	retry := time.NewTicker(q.leaseTTL / 3)
 	defer retry.Stop()
 	for ctx.Err() == nil {
-		h, err := q.leases.Hold(ctx, LeaseName(target), q.holder, q.leaseTTL)
+		h, err := q.leases.Hold(ctx, LeaseName(w.target), q.holder, q.leaseTTL)
 		switch {
 		case err == nil:
-			q.lead(ctx, h, target)
+			q.lead(ctx, h, w)
 		case !errors.Is(err, lease.ErrHeld) && ctx.Err() == nil:
-			q.logger.WarnContext(ctx, "merge queue: cannot acquire the target's lease", "target", target, "err", err)
+			q.logger.WarnContext(ctx, "merge queue: cannot acquire the target's lease", "target", w.target, "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -114,25 +201,20 @@ func (q *Queue) work(ctx context.Context, target string) {
 	}
 }
 
-// lead serves target while h holds its lease, then releases it (or, in a
-// test playing a crash, abandons it to expire).
-func (q *Queue) lead(ctx context.Context, h *lease.Holding, target string) {
+// lead serves w's target while h holds its lease, then releases it (or,
+// in a test playing a crash, abandons it to expire).
+func (q *Queue) lead(ctx context.Context, h *lease.Holding, w *worker) {
+	target := w.target
 	l := h.Current()
 	q.logger.InfoContext(ctx, "merge queue: this replica is the target's committer", "target", target, "holder", l.Holder, "epoch", l.Epoch)
-	q.holdMu.Lock()
-	q.holdings[target] = h
-	q.holdMu.Unlock()
+	w.hold(h)
 	// Bypass commits are counted from here on: what the previous
 	// committer landed is not one.
 	if ref, err := q.store.GetRef(target); err == nil {
-		q.mu.Lock()
-		q.known[target] = ref.Head
-		q.mu.Unlock()
+		w.saw(ref.Head)
 	}
-	q.serve(h.Context(), target)
-	q.holdMu.Lock()
-	delete(q.holdings, target)
-	q.holdMu.Unlock()
+	q.serve(h.Context(), w)
+	w.hold(nil)
 	cause := context.Cause(h.Context())
 	if q.crashed && ctx.Err() != nil {
 		h.Stop()
@@ -149,49 +231,32 @@ func (q *Queue) lead(ctx context.Context, h *lease.Holding, target string) {
 // holding is this replica's holding of target's lease; nil without
 // leases or when another replica holds it.
 func (q *Queue) holding(target string) *lease.Holding {
-	q.holdMu.Lock()
-	defer q.holdMu.Unlock()
-	return q.holdings[target]
+	return q.worker(target).held()
 }
 
 // errNotHolder: with leases, a batch is processed only under the target's
 // lease.
 var errNotHolder = errors.New("this replica does not hold the target's merge-queue lease")
 
-// serve processes target's batches while there are any, and otherwise
-// sleeps until woken or the poll interval passes.
-func (q *Queue) serve(ctx context.Context, target string) {
-	q.workersMu.Lock()
-	wake := q.wakeChan(target)
-	q.workersMu.Unlock()
+// serve processes w's batches while there are any, and otherwise sleeps
+// until woken or the poll interval passes.
+func (q *Queue) serve(ctx context.Context, w *worker) {
 	t := time.NewTicker(q.poll)
 	defer t.Stop()
 	for ctx.Err() == nil {
-		progressed, err := q.Process(ctx, target)
+		progressed, err := q.Process(ctx, w.target)
 		if err != nil && ctx.Err() == nil {
-			q.logger.ErrorContext(ctx, "merge queue: processing failed; retrying", "target", target, "err", err)
+			q.logger.ErrorContext(ctx, "merge queue: processing failed; retrying", "target", w.target, "err", err)
 		}
 		if progressed && err == nil {
 			continue
 		}
 		select {
 		case <-ctx.Done():
-		case <-wake:
+		case <-w.wake:
 		case <-t.C:
 		}
 	}
-}
-
-// targetLock serializes the processing of one target.
-func (q *Queue) targetLock(target string) *sync.Mutex {
-	q.workersMu.Lock()
-	defer q.workersMu.Unlock()
-	m := q.workers[target]
-	if m == nil {
-		m = &sync.Mutex{}
-		q.workers[target] = m
-	}
-	return m
 }
 
 // Process runs one batch of target's queue to its end: it takes the next
@@ -199,9 +264,9 @@ func (q *Queue) targetLock(target string) *sync.Mutex {
 // them. It reports whether there was anything to do. Tests call it
 // directly; Run calls it from each target's worker.
 func (q *Queue) Process(ctx context.Context, target string) (bool, error) {
-	lock := q.targetLock(target)
-	lock.Lock()
-	defer lock.Unlock()
+	w := q.worker(target)
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if q.leases != nil {
 		if err := q.adopt(ctx, target); err != nil {
 			return false, err
