@@ -64,14 +64,15 @@ source "$here/moto.sh"
 floe_moto_signing "s3 conformance" "$venv/bin/python" "$tmp"
 "$go" test -count=1 -v -run 'S3RemoteSigning' ./rest/icebergrest/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)'
 
-# Vended credentials (rest/icebergrest/credentials_s3_test.go) need a
+# Vended credentials (rest/icebergrest/credentials_s3_test.go; iceberg-go
+# through them, conformance/icebergo/vended_s3_test.go) need a
 # server that enforces STS session policies, which moto does not: MinIO,
 # built from its Go module the first time (minio.sh).
 # shellcheck source=minio.sh
 source "$here/minio.sh"
 floe_minio_install "s3 conformance"
 floe_minio_start "s3 conformance" "$tmp"
-"$go" test -count=1 -v -run 'S3VendedCredentials' ./rest/icebergrest/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)'
+"$go" test -count=1 -v -run 'S3VendedCredentials' ./rest/icebergrest/ ./conformance/icebergo/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)'
 
 # PyIceberg through the same signer: its own venv (see
 # requirements-pyiceberg-signing.txt), the floe binary `make test` built.
