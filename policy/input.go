@@ -118,6 +118,13 @@ const (
 	ActionRenameView Action = "view.rename"
 )
 
+// ActionEventsRead reads the change feed's events about the catalog as a
+// whole, which are on no reference (garbage collection runs, policy
+// bundle activations): floe's events endpoint and event webhooks ask it
+// for those, as they ask ActionRead of an event's reference for the
+// others. Named admin.*, it is an admin operation for the default policy.
+const ActionEventsRead Action = "admin.events.read"
+
 // Storage actions: an engine asks floe to sign an object-store request for
 // a table's file (Input.Storage). storage.read is a GET, HEAD or listing;
 // storage.write a PUT or a multipart upload step. Deletions are never

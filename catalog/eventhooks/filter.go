@@ -77,7 +77,8 @@ type Decider interface {
 
 // allow returns the feed's Allow for one page of sub's delivery: the
 // filter, then, with a decider, the policy's read decision for sub's
-// principal on the event's reference, asked once per reference and page
+// principal on the event's reference (for an event on no reference,
+// policy.ActionEventsRead), asked once per reference and page
 // (and answered from the engine's decision cache across pages). A
 // refusal passes over the event; a failure to decide ends the read, so
 // that an unavailable policy delays events and never drops them.
@@ -94,13 +95,23 @@ func allow(sub *Subscription, d Decider) func(context.Context, *changefeed.Event
 		if ev.RefType == "TAG" {
 			ref.Type = policy.RefTag
 		}
+		action := policy.ActionRead
+		if ev.Ref == "" {
+			// An event about the catalog as a whole (a GC run, a
+			// policy bundle activation): on no reference.
+			ref, action = policy.Ref{}, policy.ActionEventsRead
+		}
 		if ok, seen := decided[ref]; seen {
 			return ok, nil
 		}
-		dec, err := d.Decide(ctx, policy.Input{
-			Version: policy.InputVersion, API: "floe", Action: policy.ActionRead, Ref: ref,
+		in := policy.Input{
+			Version: policy.InputVersion, API: "floe", Action: action, Ref: ref,
 			Principal: policy.Principal{ID: sub.Principal, Groups: sub.Groups},
-		})
+		}
+		if ev.Ref == "" {
+			in.Ref = policy.Ref{}
+		}
+		dec, err := d.Decide(ctx, in)
 		if err != nil {
 			return false, fmt.Errorf("subscription %s: deciding a read of %s: %w", sub.Name, ref.Name, err)
 		}

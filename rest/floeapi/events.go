@@ -22,12 +22,6 @@ import (
 // policy's `read` decision on the event's branch or tag, the decision
 // that reading a table on that branch takes.
 
-// ActionEventsRead is the action of reading the events about the catalog
-// as a whole, which are on no reference (GC runs, policy bundle
-// activations); the default policy gives it, as every admin.* action, to
-// group admins.
-const ActionEventsRead policy.Action = "admin.events.read"
-
 // Bounds of a long poll.
 const (
 	maxEventWait = 2 * time.Minute
@@ -173,7 +167,7 @@ func (a *API) eventFilter(r *http.Request) func(context.Context, *changefeed.Eve
 		}
 		var err error
 		if ev.Ref == "" {
-			err = a.guard.Check(r, policy.Input{Action: ActionEventsRead})
+			err = a.guard.Check(r, policy.Input{Action: policy.ActionEventsRead})
 		} else {
 			err = a.guard.Read(r, ref)
 		}
