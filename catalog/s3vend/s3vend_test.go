@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/floe-catalog/floe/catalog/s3vend"
 	"github.com/floe-catalog/floe/internal/testkit/layering"
@@ -236,3 +240,64 @@ func TestDecide(t *testing.T) {
 type deniedError string
 
 func (e deniedError) Error() string { return string(e) }
+
+// TestVendAgainstMinIO calls a real STS (MinIO's, from
+// conformance/s3/minio.sh; skipped without it): concurrent vends of one
+// grant to one principal are one AssumeRole and share its credentials,
+// which are reused while more than half of their lifetime is left; another
+// principal or grant gets credentials of its own.
+func TestVendAgainstMinIO(t *testing.T) {
+	endpoint := os.Getenv("FLOE_TEST_MINIO_ENDPOINT")
+	if endpoint == "" {
+		t.Skip("set FLOE_TEST_MINIO_ENDPOINT to a MinIO endpoint (conformance/s3/minio.sh) to run")
+	}
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	now := time.Now()
+	var clock atomic.Int64
+	v, err := s3vend.New(t.Context(), s3vend.Config{RoleARN: "arn:aws:iam::000000000000:role/floe-vend", Endpoint: endpoint,
+		Duration: s3vend.MinDuration, AccessKeyID: os.Getenv("FLOE_TEST_MINIO_ACCESS_KEY_ID"), SecretAccessKey: os.Getenv("FLOE_TEST_MINIO_SECRET_ACCESS_KEY"),
+		Now: func() time.Time { return now.Add(time.Duration(clock.Load())) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant := s3vend.Grant{Prefixes: []string{"s3://lake/wh/ns/t"}}
+	var wg sync.WaitGroup
+	got := make([]s3vend.Credentials, 8)
+	errs := make([]error, len(got))
+	for i := range got {
+		wg.Go(func() { got[i], errs[i] = v.Vend(t.Context(), grant, "alice") })
+	}
+	wg.Wait()
+	for i := range got {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if got[i] != got[0] {
+			t.Fatalf("concurrent vends of one grant differ: %+v and %+v", got[0], got[i])
+		}
+	}
+	if c := got[0]; c.AccessKeyID == "" || c.SessionToken == "" || c.Expiration.Before(now) {
+		t.Fatalf("credentials %+v", c)
+	}
+	other, err := v.Vend(t.Context(), grant, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write, err := v.Vend(t.Context(), s3vend.Grant{Prefixes: grant.Prefixes, Write: true}, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.AccessKeyID == got[0].AccessKeyID || write.AccessKeyID == got[0].AccessKeyID {
+		t.Fatal("another principal or grant got the same credentials")
+	}
+	clock.Store(int64(6 * time.Minute)) // 9 of 15 minutes left: still reused
+	if c, err := v.Vend(t.Context(), grant, "alice"); err != nil || c != got[0] {
+		t.Fatalf("within half their lifetime: %+v, %v; want the cached credentials", c, err)
+	}
+	clock.Store(int64(8 * time.Minute)) // 7 of 15 left: vended anew
+	if c, err := v.Vend(t.Context(), grant, "alice"); err != nil || c.AccessKeyID == got[0].AccessKeyID {
+		t.Fatalf("past half their lifetime: %+v, %v; want new credentials", c, err)
+	}
+}
