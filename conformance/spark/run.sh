@@ -2,7 +2,9 @@
 # Runs the Spark conformance suite against bin/floe (built by `make build`).
 # Needs python3 (3.10+) with pip, Java 17+ and Maven 3.8+ (only to fetch the
 # Iceberg runtime jar and the AWS bundle from Maven Central). Starts a
-# signature-checking moto (conformance/s3/moto.sh) for test_s3_signing.py.
+# signature-checking moto (conformance/s3/moto.sh) for test_s3_signing.py,
+# and MinIO (conformance/s3/minio.sh, built with GO the first time) for
+# test_s3_vended.py.
 #
 # The virtualenv lives in .cache/venv-spark (.cache/venv-spark41 for
 # SPARK_LINE=4.1; git-ignored) and is (re)built only when the line's
@@ -91,11 +93,13 @@ moto_python="$venv/bin/python"
 venv="$spark_venv"
 moto_logs="$(mktemp -d)"
 moto_signing_pid=""
+minio_pid=""
 cleanup() {
-	if [[ -n "$moto_signing_pid" ]]; then
-		kill "$moto_signing_pid" 2>/dev/null || true
-		wait "$moto_signing_pid" 2>/dev/null || true
-	fi
+	local pid
+	for pid in $moto_signing_pid $minio_pid; do
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
 	rm -rf "$moto_logs"
 }
 trap cleanup EXIT
@@ -103,6 +107,14 @@ trap cleanup EXIT
 source "$root/conformance/s3/moto.sh"
 floe_moto_signing "spark conformance" "$moto_python" "$moto_logs"
 export FLOE_TEST_S3_PYTHON="$moto_python"
+# Vended credentials (test_s3_vended.py) need an S3 server that enforces
+# STS session policies: MinIO, built from its Go module the first time
+# (conformance/s3/minio.sh, shared with the s3 and Trino suites).
+go="${GO:-go}"
+# shellcheck source=../s3/minio.sh
+source "$root/conformance/s3/minio.sh"
+floe_minio_install "spark conformance"
+floe_minio_start "spark conformance" "$moto_logs"
 
 # No bytecode or pytest cache inside the source tree; pyspark uses the venv's
 # interpreter for its Python workers.
