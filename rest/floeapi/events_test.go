@@ -344,3 +344,19 @@ func TestEventsStream(t *testing.T) {
 		t.Fatal("the stream did not end at shutdown")
 	}
 }
+
+// TestPolicyActivationIsAnEvent: the bundle a server activates at start
+// is a policy.activated event on no reference, which only a reader of the
+// catalog's own events (admin.events.read) receives.
+func TestPolicyActivationIsAnEvent(t *testing.T) {
+	s := eventPolicyServer(t)
+	_, sams, _ := getEvents(t, s, "sam", "?types=policy.*")
+	if len(sams.Events) != 1 || sams.Events[0].Policy == nil || sams.Events[0].Ref != "" ||
+		!strings.HasSuffix(sams.Events[0].Policy.Source, "bundle") || sams.Events[0].Policy.Replica == "" {
+		t.Fatalf("sam's policy events: %+v", sams.Events)
+	}
+	_, alices, _ := getEvents(t, s, "alice", "?types=policy.*")
+	if len(alices.Events) != 0 || alices.Next != sams.Next {
+		t.Fatalf("alice's policy events: %+v, next %s (sam's %s)", alices.Events, alices.Next, sams.Next)
+	}
+}
