@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,7 +15,8 @@ import (
 	"github.com/floe-catalog/floe/versionstore"
 )
 
-// Request is one merge request, as stored and as the API answers it.
+// Request is one merge request as the API answers it and the queue keeps
+// it in memory; its record in the store is a storedRequest (record.go).
 type Request = apidoc.MergeRequest
 
 // Report is the queue's summary (Queue.Report).
@@ -104,19 +104,6 @@ func requestID(principal, key string) string {
 	}
 	sum := sha256.Sum256([]byte(principal + "\x00" + key))
 	return "mr-" + hex.EncodeToString(sum[:10])
-}
-
-func encodeRequest(r *Request) []byte {
-	b, _ := json.Marshal(r) // strings, numbers, times and slices of them: cannot fail
-	return b
-}
-
-func decodeRequest(b []byte) (*Request, error) {
-	var r Request
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("decode merge request: %w", err)
-	}
-	return &r, nil
 }
 
 // cloneRequest deep-copies r: every slice and pointer a caller might
