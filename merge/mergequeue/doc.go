@@ -20,8 +20,8 @@
 //
 // Over a store shared by several replicas, a target's worker runs only
 // while its replica holds the target's lease (package lease), and every
-// landing write carries the lease's fence (worker.go: work, lead, adopt,
-// land).
+// landing write carries the lease's fence (worker.go: work, lead, adopt;
+// land.go: land). README.md, "Where the code is", maps the files.
 //
 // The package may import versionstore, lease, mergeengine, classify,
 // internal/apidoc (the documents it shares with the CLI) and refretention

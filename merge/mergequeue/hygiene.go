@@ -46,6 +46,9 @@ func (q *Queue) dropCandidate(ctx context.Context, cand string) {
 // The members' reference changes run concurrently (each its own
 // reference, so the store commits them together) and their notes land in
 // one write: the next batch waits for neither one write per member.
+//
+// Invariant: hygiene never changes a request's state; it only appends to
+// its Hygiene notes, and a failure is a note, never a failed request.
 func (q *Queue) hygiene(ctx context.Context, target string, members []*member) {
 	notes := make([][]string, len(members))
 	var wg sync.WaitGroup

@@ -12,6 +12,13 @@ import (
 // land moves target from head to the last member's candidate commit by
 // compare-and-swap, with every member's record, now merged, in the same
 // durable write: a request is merged exactly when its target moved.
+//
+// Invariants: the write expects the head the candidate was built on and
+// each member's record as the worker read it, so a bypass commit or a
+// cancel meanwhile makes it write nothing (ErrReferenceConflict,
+// ErrRecordConflict); with leases it also carries the lease's fence, so a
+// deposed committer writes nothing. Memory takes the new records only
+// after the write is durable.
 func (q *Queue) land(ctx context.Context, target string, head versionstore.Hash, members []*member, vals map[string][]apidoc.MergeValidation) error {
 	final := members[len(members)-1].commit
 	q.mu.Lock()
