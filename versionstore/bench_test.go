@@ -902,6 +902,7 @@ func parseRSS(out []byte) (hwmMB, rssMB float64, err error) {
 // TestRSSChild is the child process of BenchmarkOpenRSS1M; run directly it
 // skips.
 func TestRSSChild(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv(rssDirEnv)
 	if dir == "" {
 		t.Skip("only run by BenchmarkOpenRSS1M")

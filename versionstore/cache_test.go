@@ -6,6 +6,7 @@ import "testing"
 // its byte budget, evicts the least recently used first, and refuses an
 // object too large to share the cache with others.
 func TestObjectCacheBoundedByBytes(t *testing.T) {
+	t.Parallel()
 	const size = 840 // with entryOverhead, 1000 bytes an entry
 	c := newObjectCache(8000)
 	h := func(i int) Hash { return hashOf([]byte{byte(i)}) }

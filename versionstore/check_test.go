@@ -11,6 +11,7 @@ import (
 // changes it would write on the target, and a refusal writes nothing, dry
 // run or not.
 func TestWriteCheck(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := openTestStore(t, Options{})
 	base := mustCommit(t, s, "main", put(key("db"), ns()), put(key("db", "a"), table("a1")), put(key("db", "gone"), table("g1")))

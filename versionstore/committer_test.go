@@ -72,6 +72,7 @@ func commitAt(t *testing.T, s *Store, branch string, expected Hash, ops ...Opera
 // the batch; the store reloads the branch, applies the commit again on the
 // new head (a rebase) and succeeds.
 func TestBackendConflictReloadsAndRebases(t *testing.T) {
+	t.Parallel()
 	s1, s2, fb := openReplicas(t)
 	base := mustCommit(t, s1, "main", put(key("db"), ns()), put(key("db", "a"), table("a1")))
 	if err := s2.reloadRef("main"); err != nil { // s2 learns of base as a replica would
@@ -106,6 +107,7 @@ func TestBackendConflictReloadsAndRebases(t *testing.T) {
 // same key, so after the reload the commit rule refuses the commit with the
 // key-level conflict, not a storage error, and nothing is written.
 func TestBackendConflictReportsRealConflict(t *testing.T) {
+	t.Parallel()
 	s1, s2, _ := openReplicas(t)
 	base := mustCommit(t, s1, "main", put(key("db"), ns()), put(key("db", "a"), table("a1")))
 	if err := s2.reloadRef("main"); err != nil {
@@ -135,6 +137,7 @@ func TestBackendConflictReportsRealConflict(t *testing.T) {
 // TestBackendConflictRefDeleted: the other replica deleted the branch, so
 // the reload finds it gone and the write fails as on a missing branch.
 func TestBackendConflictRefDeleted(t *testing.T) {
+	t.Parallel()
 	s1, s2, _ := openReplicas(t)
 	base := mustCommit(t, s1, "main", put(key("db"), ns()))
 	if _, err := s1.CreateRef(t.Context(), CreateRefRequest{Name: "dev", Type: Branch, Target: base.Commit.Hash}); err != nil {
@@ -160,6 +163,7 @@ func TestBackendConflictRefDeleted(t *testing.T) {
 // write fails with the backend's error, nothing is published, and the
 // branch works again once the backend does.
 func TestBackendConflictRetriesBounded(t *testing.T) {
+	t.Parallel()
 	s1, _, fb := openReplicas(t)
 	base := mustCommit(t, s1, "main", put(key("db"), ns()))
 	fb.failRefs.Store(true)
@@ -190,6 +194,7 @@ func TestBackendConflictRetriesBounded(t *testing.T) {
 // moving the branch (see maxBackendRetries), and then nothing of it is
 // written.
 func TestReplicasCommitConcurrently(t *testing.T) {
+	t.Parallel()
 	s1, s2, _ := openReplicas(t)
 	base := mustCommit(t, s1, "main", put(key("db"), ns()))
 	if err := s2.reloadRef("main"); err != nil {

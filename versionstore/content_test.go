@@ -12,6 +12,7 @@ import (
 // bytes were produced before the unused metadata-blob field was removed;
 // its slot is still written, as zeros.
 func TestContentEncodingStable(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		c    *Content
@@ -43,6 +44,7 @@ func TestContentEncodingStable(t *testing.T) {
 // TestContentDecodesFilledBlobSlot checks that a content whose retired
 // metadata-blob slot holds a hash, as the old format allowed, still decodes.
 func TestContentDecodesFilledBlobSlot(t *testing.T) {
+	t.Parallel()
 	c := &Content{Type: IcebergTable, ID: "id-1", MetadataLocation: "s3://w/t/m.json"}
 	b := encodeContent(c)
 	// The slot is the 32 bytes before the properties map (one byte, 0,

@@ -105,6 +105,7 @@ func parseCrashAck(line string, cycle int) (crashAck, error) {
 func (a crashAck) movesBranch() bool { return a.kind != "tag" }
 
 func TestCrash(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(crashChildEnv) != "" {
 		t.Skip("inside the crash child")
 	}
@@ -305,6 +306,7 @@ func runCrashChild(t *testing.T, dir string, childSeed uint64, cycle int, plan c
 
 // TestCrashChild is the process TestCrash kills. It writes until killed.
 func TestCrashChild(t *testing.T) {
+	t.Parallel()
 	spec := os.Getenv(crashChildEnv)
 	if spec == "" {
 		t.Skip("run by TestCrash in a child process")

@@ -116,6 +116,7 @@ func FuzzDecodeKey(f *testing.F) {
 
 // TestTruncatedObjects checks every prefix of valid encodings fails cleanly.
 func TestTruncatedObjects(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1700000000, 0).UTC()
 	objs := map[string][]byte{
 		"node":    encodeNode(newNode(1, [][]byte{[]byte("a"), []byte("b")}, make([]Hash, 2))),

@@ -69,6 +69,7 @@ func wantRecordValue(t *testing.T, s *Store, key, value string) {
 // its commit is: never for a dry run, a conflict, a refused check, a merge
 // with nothing to do, or a conditional record whose condition fails.
 func TestMergeCarriesRecord(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	f := newMergeFixture(t, Options{})
 	s := f.s
@@ -156,6 +157,7 @@ func TestMergeCarriesRecord(t *testing.T) {
 // TestRecordsWithoutExpiryAndCompareAndSwap covers conditional record
 // writes on their own and in commits, and records that never expire.
 func TestRecordsWithoutExpiryAndCompareAndSwap(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var clock atomic.Pointer[time.Time]
@@ -233,6 +235,7 @@ func TestRecordsWithoutExpiryAndCompareAndSwap(t *testing.T) {
 // so group-commit rounds mix them. Exactly one claim wins; every loser
 // fails with ErrRecordConflict and writes nothing; plain commits all land.
 func TestConcurrentConditionalRecordsInCommits(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := openTestStore(t, Options{})
 	mustCommit(t, s, "main", put(key("db"), ns()))
@@ -293,6 +296,7 @@ func TestConcurrentConditionalRecordsInCommits(t *testing.T) {
 // keys alone needs no second check; a target that keeps moving ends in a
 // conflict after a bounded number of attempts.
 func TestCheckRunsOutsideCommitter(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	type call struct{ before, after string }
 	loc := func(c *Content) string {
@@ -412,6 +416,7 @@ func TestCheckRunsOutsideCommitter(t *testing.T) {
 // with content the caller computed, only while the target holds what the
 // caller resolved against, as a commit with two parents.
 func TestMergeResolvedContent(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	f := newMergeFixture(t, Options{})
 	s := f.s
@@ -517,6 +522,7 @@ func TestMergeResolvedContent(t *testing.T) {
 // changes it, only while the target holds what the caller resolved
 // against; resolved content for a key no commit puts is refused.
 func TestTransplantResolvedContent(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	f := newMergeFixture(t, Options{})
 	s := f.s
@@ -607,6 +613,7 @@ func (b *readFaultBackend) arm(target Hash, failAt int) {
 // generation number computed without its source. A cache of one byte
 // sends every read to the backend.
 func TestMergeParentReadFailureFailsMerge(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	pb, err := pebblebackend.Open(t.TempDir(), pebblebackend.Options{})
 	if err != nil {
@@ -671,6 +678,7 @@ func TestMergeParentReadFailureFailsMerge(t *testing.T) {
 // saw is exactly what its commit changed, measured against the commit's
 // first parent.
 func TestMergesWhileBranchIsBusy(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := openTestStore(t, Options{})
 	base := mustCommit(t, s, "main", put(key("db"), ns()))
@@ -740,6 +748,7 @@ func TestMergesWhileBranchIsBusy(t *testing.T) {
 // atomicity of a batch with several records and checks is
 // backendtest's.)
 func TestPutRecordsIsAllOrNothing(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := openTestStore(t, Options{})
 	if err := s.PutRecords(ctx, []Record{{Key: "q/1", Value: []byte("queued")}, {Key: "q/2", Value: []byte("queued")}}); err != nil {

@@ -13,6 +13,7 @@ import (
 // too. If the previous round does not persist it, this round must, or its
 // tree would point at a node that is never written.
 func TestPutEncodedTakesUnpersistedNodesOfRoundsInFlight(t *testing.T) {
+	t.Parallel()
 	s := openTestStore(t, Options{})
 	leaf := func(k string) (*node, []byte, Hash) {
 		n := newNode(0, [][]byte{[]byte(k)}, []Hash{hashOf([]byte(k))})
@@ -49,6 +50,7 @@ func TestPutEncodedTakesUnpersistedNodesOfRoundsInFlight(t *testing.T) {
 // parent's tree, do not give the tree it names is reported as corrupt, not
 // read as some other tree.
 func TestRebuildRejectsForeignTree(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := openTestStore(t, Options{})
 	head, err := s.GetRef(DefaultBranch)

@@ -145,6 +145,7 @@ func checkHistory(t *testing.T, s *versionstore.Store, history []*versionstore.C
 // kept in memory) and after reopening, where every intermediate tree is
 // rebuilt from its persisted ancestor.
 func TestIntermediateTrees(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, _, err := openStore(t.Context(), dir)
 	if err != nil {
@@ -175,6 +176,7 @@ func TestIntermediateTrees(t *testing.T) {
 // reopen_before_writes the history is not in memory when the writes run,
 // so they rebuild the trees they build on.
 func TestWritesOnIntermediateCommits(t *testing.T) {
+	t.Parallel()
 	for _, reopenFirst := range []bool{false, true} {
 		t.Run(fmt.Sprintf("reopen_before_writes=%v", reopenFirst), func(t *testing.T) {
 			ctx := t.Context()
@@ -281,6 +283,7 @@ func TestWritesOnIntermediateCommits(t *testing.T) {
 // branch writes two commits in one round; the first one's tree is not
 // persisted and is rebuilt from the empty tree, its parent's.
 func TestTransplantOntoEmptyBranch(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	dir := t.TempDir()
 	s, _, err := openStore(ctx, dir)
@@ -337,6 +340,7 @@ func TestTransplantOntoEmptyBranch(t *testing.T) {
 // copies are dropped, so the rebuilt tree must not be remembered for later
 // reads: a read of the source's child, rebuilt from it, would miss nodes.
 func TestReadsAfterAMergeThatWroteNothing(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	dir := t.TempDir()
 	s, _, err := openStore(ctx, dir)

@@ -60,6 +60,7 @@ const modelSteps = 40
 // TestModel runs thousands of random sequences, each on a fresh store, in
 // parallel: most over Pebble on an in-memory filesystem, some on disk.
 func TestModel(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	if *modelSeed != 0 {
 		for _, disk := range []bool{false, true} {

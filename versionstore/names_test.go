@@ -11,6 +11,7 @@ import (
 // and hash notation never resolves to a reference, even one an older store
 // holds under such a name; that one stays reachable as "name@".
 func TestHashLikeRefNames(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := openTestStore(t, Options{})
 	c1 := mustCommit(t, s, "main", put(key("n"), ns()))
@@ -83,6 +84,7 @@ func TestHashLikeRefNames(t *testing.T) {
 // TestNewKeyLimits: content is put only under keys within the documented
 // limits; a longer key from an older store is still read and deleted.
 func TestNewKeyLimits(t *testing.T) {
+	t.Parallel()
 	s := openTestStore(t, Options{})
 	mustCommit(t, s, "main", put(key("n"), ns()))
 	long := strings.Repeat("x", MaxNewKeyElementBytes+1)

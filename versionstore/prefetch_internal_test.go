@@ -89,6 +89,7 @@ func treeHeight(t *testing.T, s *Store, root Hash) int {
 // the tree another wrote reads the nodes its commit looks up one tree level
 // per backend call, and none one at a time.
 func TestPrefetchReadsOneLevelPerRoundTrip(t *testing.T) {
+	t.Parallel()
 	pebble, err := pebblebackend.Open(t.TempDir(), pebblebackend.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +133,7 @@ func TestPrefetchReadsOneLevelPerRoundTrip(t *testing.T) {
 // adopts it then reads the head and the upper tree without the backend,
 // and a damaged hint is ignored from the damage on.
 func TestHintCarriesHeadAndUpperNodes(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	pebble, err := pebblebackend.Open(t.TempDir(), pebblebackend.Options{})
 	if err != nil {
@@ -209,6 +211,7 @@ func TestHintCarriesHeadAndUpperNodes(t *testing.T) {
 // TestHeadChainFollow: the chain is carried from one head to another only
 // through a contiguous run of this ref's descent moves in the log.
 func TestHeadChainFollow(t *testing.T) {
+	t.Parallel()
 	h := func(i int) Hash { return hashOf(fmt.Appendf(nil, "commit %d", i)) }
 	ref := func(i int) *Ref { return (&Ref{Name: "main", Type: Branch, Head: h(i)}).withRaw() }
 	entry := func(name string, op RefLogOp, from, to int) backend.LogRecord {

@@ -10,6 +10,7 @@ import (
 // TestScanRecords: a prefix's live records in key order, in pages,
 // without expired ones or other prefixes' records.
 func TestScanRecords(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	s := openTestStore(t, Options{Now: func() time.Time { return now }})
 	ctx := t.Context()

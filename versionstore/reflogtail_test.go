@@ -18,6 +18,7 @@ type backwardsOnly struct{ backend.Backend }
 // only reads backwards: both give the entries after the cursor, oldest
 // first, as RefLog lists them newest first.
 func TestRefLogAfter(t *testing.T) {
+	t.Parallel()
 	for _, forwards := range []bool{true, false} {
 		t.Run(fmt.Sprint("forwards=", forwards), func(t *testing.T) {
 			be, err := pebblebackend.Open(t.TempDir(), pebblebackend.Options{})

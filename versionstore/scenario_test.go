@@ -21,6 +21,7 @@ import (
 )
 
 func TestScenarios(t *testing.T) {
+	t.Parallel()
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		if strings.HasSuffix(path, ".md") {
 			return

@@ -41,6 +41,7 @@ func (w *walSyncSwitch) String() string { return "wal sync switch" }
 // failed one reached the disk (if it did, the store's next batch finds the
 // branch moved and rebases onto it), and every acknowledged commit is kept.
 func TestCommitsResumeAfterAFailedWALSync(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var fault walSyncSwitch
 	be, err := pebblebackend.Open(dir, pebblebackend.Options{FS: errorfs.Wrap(vfs.Default, &fault)})

@@ -73,6 +73,7 @@ func conflictTypes(err error) []ConflictType {
 // branch and tag names, deletes and assigns that need the exact head, the
 // default branch that cannot be deleted, and the reference log.
 func TestRefs(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := openTestStore(t, Options{})
 	base := mustCommit(t, s, "main", put(key("db"), ns()), put(key("db", "a"), table("a1")))
@@ -110,6 +111,7 @@ func TestRefs(t *testing.T) {
 }
 
 func TestResolve(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := openTestStore(t, Options{})
 	c1 := mustCommit(t, s, "main", put(key("n"), ns()))
@@ -142,6 +144,7 @@ func TestResolve(t *testing.T) {
 }
 
 func TestConcurrentCommitsDistinctKeys(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := openTestStore(t, Options{})
 	mustCommit(t, s, "main", put(key("db"), ns()))
@@ -184,6 +187,7 @@ func TestConcurrentCommitsDistinctKeys(t *testing.T) {
 }
 
 func TestConcurrentCommitsSameKey(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := openTestStore(t, Options{})
 	r := mustCommit(t, s, "main", put(key("db"), ns()), put(key("db", "hot"), table("v0")))
@@ -223,6 +227,7 @@ func TestConcurrentCommitsSameKey(t *testing.T) {
 }
 
 func TestReopen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := openStoreAt(t, dir, Options{})
 	c := mustCommit(t, s, "main", put(key("n"), ns()))
@@ -245,6 +250,7 @@ func TestReopen(t *testing.T) {
 }
 
 func TestRecords(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := &now
@@ -289,6 +295,7 @@ func TestRecords(t *testing.T) {
 // durable batch, all or none: a stale expected head or one failed record
 // condition writes no record and leaves the reference where it was.
 func TestAssignRefRecords(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	dir := t.TempDir()
 	s := openStoreAt(t, dir, Options{})

@@ -56,6 +56,7 @@ func randomKey(r *rand.Rand) string {
 // from the same key set, and lookups, range scans and diffs agree with a
 // plain map.
 func TestTreeEditMatchesRebuild(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	for seed := uint64(0); seed < 20; seed++ {
 		r := rand.New(rand.NewPCG(seed, 7))
@@ -170,6 +171,7 @@ func checkDiff(t *testing.T, ns *memNodes, a, b Hash, ma, mb map[string]Hash) {
 // TestDiffSkipsEqualSubtrees checks that a diff of two large trees that
 // differ in a few keys reads only a few nodes.
 func TestDiffSkipsEqualSubtrees(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	ns := &memNodes{m: map[Hash]*node{}}
 	model := map[string]Hash{}
@@ -206,6 +208,7 @@ func (c *countingNodes) node(ctx context.Context, h Hash) (*node, error) {
 }
 
 func TestKeyLevelDistribution(t *testing.T) {
+	t.Parallel()
 	counts := make([]int, 4)
 	for i := 0; i < 1<<16; i++ {
 		if l := keyLevel([]byte(fmt.Sprint("key", i))); l < len(counts) {

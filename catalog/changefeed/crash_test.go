@@ -32,6 +32,7 @@ import (
 //
 // The child is this test binary re-executed with crashChildEnv set.
 func TestCrashResume(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kills processes")
 	}
@@ -116,6 +117,7 @@ func runCrashChild(t *testing.T, dir string, cursor changefeed.Cursor, cycle int
 // TestCrashChild is the child of TestCrashResume; it does nothing unless
 // run by it.
 func TestCrashChild(t *testing.T) {
+	t.Parallel()
 	spec := os.Getenv(crashChildEnv)
 	if spec == "" {
 		t.Skip("run by TestCrashResume")

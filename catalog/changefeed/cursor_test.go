@@ -8,6 +8,7 @@ import (
 )
 
 func TestCursorWireForm(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in, out string
 		want    changefeed.Cursor

@@ -11,6 +11,7 @@ import (
 // TestLayering holds the package to its doc.go: below the APIs, and
 // without the policy engine, the server or the composition root.
 func TestLayering(t *testing.T) {
+	t.Parallel()
 	layering.BelowAPIs(t)
 	out, err := exec.Command("go", "list", "-f", `{{join .Deps "\n"}}`, ".").Output()
 	if err != nil {

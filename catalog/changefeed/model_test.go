@@ -21,6 +21,7 @@ import (
 // history made exactly once as a commit, merge or transplant event on the
 // branch it was made on.
 func TestReplayRebuildsEveryBranch(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { replayModel(t, seed) })
 	}

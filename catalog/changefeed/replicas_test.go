@@ -27,6 +27,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.LazyMain(m, &postgres)) }
 // (so no entry became visible below a cursor it had passed), and that
 // feed holds every acknowledged commit once.
 func TestReplicasShareOneFeed(t *testing.T) {
+	t.Parallel()
 	c := postgres.Need(t)
 	ctx := t.Context()
 	dsn, err := c.Schema(ctx, pgtest.SchemaName(t.TempDir())) // a schema per run: -count>1 works

@@ -43,6 +43,7 @@ const tableMetadata = `{
 // from a real metadata file in a warehouse, and leaves it out, event
 // still there, when the file is gone.
 func TestSnapshotSummaries(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	loc := "file://" + filepath.ToSlash(dir) + "/db/t"
 	meta := filepath.Join(dir, "db", "t", "metadata", "00001.metadata.json")

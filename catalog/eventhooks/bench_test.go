@@ -129,6 +129,7 @@ func receiverProcess(b *testing.B, stalled bool) string {
 // TestReceiverChild is the receiver of receiverProcess; it does nothing
 // unless run by it.
 func TestReceiverChild(t *testing.T) {
+	t.Parallel()
 	spec := os.Getenv(receiverChildEnv)
 	if spec == "" {
 		t.Skip("run by BenchmarkCommitLatency")

@@ -12,6 +12,7 @@ import (
 )
 
 func TestLoadConfig(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	secretFile := filepath.Join(dir, "secret")
 	if err := os.WriteFile(secretFile, []byte(" from-file \n"), 0o600); err != nil {
@@ -65,6 +66,7 @@ func TestLoadConfig(t *testing.T) {
 // TestDeployExample: deploy/event-webhooks.json loads (its secret file
 // replaced by one of the test's).
 func TestDeployExample(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../../deploy/event-webhooks.json")
 	if err != nil {
 		t.Fatal(err)

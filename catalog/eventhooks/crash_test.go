@@ -33,6 +33,7 @@ import (
 //
 // The child is this test binary re-executed with crashChildEnv set.
 func TestCrashDelivery(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kills processes")
 	}
@@ -139,6 +140,7 @@ func runCrashChild(t *testing.T, dir, url string, cycle int, life time.Duration)
 // TestCrashChild is the child of TestCrashDelivery; it does nothing
 // unless run by it.
 func TestCrashChild(t *testing.T) {
+	t.Parallel()
 	spec := os.Getenv(crashChildEnv)
 	if spec == "" {
 		t.Skip("run by TestCrashDelivery")

@@ -24,6 +24,7 @@ import (
 // every event of the feed exactly once (nothing failed, so nothing is
 // repeated), in the feed's order.
 func TestDeliversEveryEventInOrderSigned(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, t.TempDir())
 	feed := changefeed.New(s, changefeed.Options{PollInterval: 5 * time.Millisecond})
 	rcv := newReceiver(t)
@@ -79,6 +80,7 @@ func TestDeliversEveryEventInOrderSigned(t *testing.T) {
 // TestSignatureRejected: a receiver that holds another secret refuses
 // every delivery; they are retried, never accepted.
 func TestSignatureRejected(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, t.TempDir())
 	feed := changefeed.New(s, changefeed.Options{PollInterval: 5 * time.Millisecond})
 	rcv := newReceiver(t)
@@ -121,6 +123,7 @@ func (d *refDecider) Decide(_ context.Context, in policy.Input) (policy.Decision
 // namespace receives exactly the events the feed has that match, minus
 // those its principal may not read.
 func TestFiltersAndPolicy(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, t.TempDir())
 	feed := changefeed.New(s, changefeed.Options{PollInterval: 5 * time.Millisecond})
 	rcv := newReceiver(t)
@@ -175,6 +178,7 @@ func TestFiltersAndPolicy(t *testing.T) {
 // receiver heals, it delivers the event and everything after it, in
 // order. A second dead letter is resumed by skipping the event.
 func TestBackoffDeadLetterResume(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, t.TempDir())
 	feed := changefeed.New(s, changefeed.Options{PollInterval: 5 * time.Millisecond})
 	rcv := newReceiver(t)
@@ -312,6 +316,7 @@ func metric(t *testing.T, reg *prometheus.Registry, name string, want map[string
 // with the cursor, so a restarted deliverer goes on counting them (and
 // keeps the backoff) instead of starting over.
 func TestRetriesSurviveRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := openStore(t, dir)
 	rcv := newReceiver(t)

@@ -9,6 +9,7 @@ import (
 // TestLayering holds the package to its doc.go: no API package, no
 // server, no composition root.
 func TestLayering(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-f", `{{join .Deps "\n"}}`, ".").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)

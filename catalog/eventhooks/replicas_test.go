@@ -43,6 +43,7 @@ func (t taggedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // replicas never deliver at the same time: the deliveries are one
 // replica's, then the other's.
 func TestReplicasDeliverOnce(t *testing.T) {
+	t.Parallel()
 	c := postgres.Need(t)
 	ctx := t.Context()
 	dsn, err := c.Schema(ctx, pgtest.SchemaName(t.TempDir()))

@@ -43,6 +43,7 @@ func withAuth(t *testing.T) floeOption {
 // the policy lets its group write, and gets iceberg-go's own errors for a
 // write the policy refuses, a wrong secret and no credentials.
 func TestOAuthAndPolicy(t *testing.T) {
+	t.Parallel()
 	f := startFloe(t, withAuth(t))
 	ctx := t.Context()
 	if _, err := f.store.CreateRef(ctx, versionstore.CreateRefRequest{Name: "ingest/daily", Type: versionstore.Branch, Target: versionstore.NoAncestor}); err != nil {

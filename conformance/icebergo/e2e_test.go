@@ -124,6 +124,7 @@ func createTable(t *testing.T, cat *rest.Catalog, ident table.Identifier, opts .
 // TestAppendAndScanPartitioned writes Arrow data into a partitioned table
 // through floe and reads it back.
 func TestAppendAndScanPartitioned(t *testing.T) {
+	t.Parallel()
 	f := startFloe(t)
 	cat := f.catalog(t, "lake")
 	ctx := t.Context()
@@ -218,6 +219,7 @@ func TestAppendAndScanPartitioned(t *testing.T) {
 // TestCatalogBranchIsolation writes through warehouse lake@dev and checks
 // that main does not see it, then that a tag is read-only.
 func TestCatalogBranchIsolation(t *testing.T) {
+	t.Parallel()
 	f := startFloe(t)
 	ctx := t.Context()
 	mainCat := f.catalog(t, "lake")
@@ -291,6 +293,7 @@ func TestCatalogBranchIsolation(t *testing.T) {
 // TestTableBranch uses Iceberg's own table-level branches (refs inside the
 // metadata), which floe must leave working as Iceberg defines them.
 func TestTableBranch(t *testing.T) {
+	t.Parallel()
 	f := startFloe(t)
 	ctx := t.Context()
 	cat := f.catalog(t, "lake")
@@ -338,6 +341,7 @@ func TestTableBranch(t *testing.T) {
 // then shows that a transaction with one failing requirement changes
 // nothing at all.
 func TestMultiTableTransactionAtomic(t *testing.T) {
+	t.Parallel()
 	f := startFloe(t)
 	ctx := t.Context()
 	cat := f.catalog(t, "lake")
@@ -439,6 +443,7 @@ func TestMultiTableTransactionAtomic(t *testing.T) {
 // TestConcurrentTablesOneBranch commits to 32 tables from 32 goroutines
 // at once: the store rebases commits of different keys, so none may fail.
 func TestConcurrentTablesOneBranch(t *testing.T) {
+	t.Parallel()
 	f := startFloe(t)
 	ctx := t.Context()
 	cat := f.catalog(t, "lake")
@@ -479,6 +484,7 @@ func TestConcurrentTablesOneBranch(t *testing.T) {
 // Losers get 409 and iceberg-go retries on a fresh head; every append
 // must land exactly once.
 func TestConcurrentAppendsOneTable(t *testing.T) {
+	t.Parallel()
 	f := startFloe(t)
 	ctx := t.Context()
 	setup := f.catalog(t, "lake")

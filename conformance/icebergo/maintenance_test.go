@@ -144,6 +144,7 @@ func jsonInt(v int64) string { b, _ := json.Marshal(v); return string(b) }
 // appends continue, the holder's own rewrite and expiry (its token in the
 // catalog's headers) land, and once the lease expires anyone's do.
 func TestMaintenanceLock(t *testing.T) {
+	t.Parallel()
 	clk := &testClock{now: time.Now()}
 	f := startFloe(t, withMaintenanceClock(clk))
 	ctx := t.Context()
@@ -271,6 +272,7 @@ func TestMaintenanceLock(t *testing.T) {
 // may hold maintenance locks on ingest/ branches but not on main, which
 // answers 403 in floe's error model with the policy's reason.
 func TestMaintenanceLockPolicy(t *testing.T) {
+	t.Parallel()
 	f := startFloe(t, withAuth(t))
 	ctx := t.Context()
 	if _, err := f.store.CreateRef(ctx, versionstore.CreateRefRequest{Name: "ingest/daily", Type: versionstore.Branch, Target: versionstore.NoAncestor}); err != nil {
@@ -327,6 +329,7 @@ func (f *floeServer) oauthToken(t *testing.T, id, secret string) string {
 // TestMaintenanceLockRace: two jobs ask for a free table's lock at once
 // through floe's API; exactly one gets it, the other is told who did.
 func TestMaintenanceLockRace(t *testing.T) {
+	t.Parallel()
 	f := startFloe(t)
 	cat := f.catalog(t, "lake")
 	if err := cat.CreateNamespace(t.Context(), catalog.ToIdentifier("sales"), nil); err != nil {

@@ -27,6 +27,7 @@ import (
 // only attempt. A scan then returns every row exactly once, and each
 // snapshot's summary counts what it and its new ancestors hold.
 func TestZeroRetryAppends(t *testing.T) {
+	t.Parallel()
 	if table.CommitNumRetriesDefault != 0 {
 		t.Fatalf("iceberg-go retries commits %d times by default; this test needs a client that does not", table.CommitNumRetriesDefault)
 	}
@@ -166,6 +167,7 @@ func checkSummaryChain(t *testing.T, meta table.Metadata, n int) {
 // under serializable isolation it must; and a table that opts out gets
 // 409 for a stale append too.
 func TestRebaseLimits(t *testing.T) {
+	t.Parallel()
 	f := startFloe(t)
 	ctx := t.Context()
 	cat := f.catalog(t, "lake")

@@ -87,6 +87,7 @@ func currentRows(t *testing.T, f *floeServer, name string) []row {
 // default serializable isolation), and the rows read back are both
 // writers'. On v3 the rebased snapshot takes its row ids from the head.
 func TestZeroRetryRowLevel(t *testing.T) {
+	t.Parallel()
 	for _, fv := range []string{"2", "3"} {
 		for _, mode := range []string{table.WriteModeCopyOnWrite, table.WriteModeMergeOnRead} {
 			t.Run("v"+fv+"/"+mode, func(t *testing.T) {
@@ -188,6 +189,7 @@ func checkRowLineage(t *testing.T, meta table.Metadata) {
 // CommitFailedException (409), changes nothing, and is counted as a
 // conflict, never as rebased.
 func TestRowLevelRebaseConflicts(t *testing.T) {
+	t.Parallel()
 	snapshotIso := iceberg.Properties{"write.delete.isolation-level": "snapshot"}
 	for _, tc := range []struct {
 		name  string

@@ -18,6 +18,7 @@ import (
 // on is refused by floe; purging the table on the branch deletes nothing
 // main reads.
 func TestSharedFilesAcrossBranches(t *testing.T) {
+	t.Parallel()
 	f := startFloe(t)
 	ctx := t.Context()
 	mainCat := f.catalog(t, "lake")

@@ -70,6 +70,7 @@ func retentionOf(t *testing.T, meta table.Metadata, name string) (refRetention, 
 // set-snapshot-ref updates, through appends by iceberg-go and through a
 // catalog merge that cherry-picks the source's snapshots onto main.
 func TestTableRefRetention(t *testing.T) {
+	t.Parallel()
 	f := startFloe(t)
 	ctx := t.Context()
 	cat := f.catalog(t, "lake")

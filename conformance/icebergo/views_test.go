@@ -13,6 +13,7 @@ import (
 // through iceberg-go, and checks that views and tables share one name
 // space.
 func TestViewLifecycle(t *testing.T) {
+	t.Parallel()
 	f := startFloe(t)
 	ctx := t.Context()
 	cat := f.catalog(t, "lake")

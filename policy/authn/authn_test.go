@@ -18,6 +18,7 @@ import (
 )
 
 func TestStaticToken(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "tokens.json")
 	writeTokenFile(t, path,
@@ -88,6 +89,7 @@ func TestStaticToken(t *testing.T) {
 }
 
 func TestTokenFileReload(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "tokens.json")
 	writeTokenFile(t, path, tokenEntry{SHA256: HashSecret("old"), Principal: "alice"})
@@ -127,6 +129,7 @@ func bump(t *testing.T, path string, mt time.Time) {
 }
 
 func TestDevMode(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "tokens.json")
 	writeTokenFile(t, path, tokenEntry{SHA256: HashSecret("alice-token"), Principal: "alice"})
@@ -163,6 +166,7 @@ func TestDevMode(t *testing.T) {
 }
 
 func TestMiddleware(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "tokens.json")
 	writeTokenFile(t, path, tokenEntry{SHA256: HashSecret("alice-token"), Principal: "alice", Groups: []string{"g"}})
@@ -237,6 +241,7 @@ func TestMiddleware(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	jwks := writeFile(t, dir, "jwks.json", jwksJSON(t, newSigningKey(t, jwa.EdDSA(), "k1")))
 	clients := filepath.Join(dir, "clients.json")
@@ -276,6 +281,7 @@ func TestConfigValidation(t *testing.T) {
 }
 
 func TestBadTokenFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tests := map[string]string{
 		"not json":      `{`,
@@ -295,6 +301,7 @@ func TestBadTokenFile(t *testing.T) {
 }
 
 func TestCheckDevAddr(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		addr string
 		ok   bool
@@ -332,6 +339,7 @@ func TestCheckDevAddr(t *testing.T) {
 }
 
 func TestNewToken(t *testing.T) {
+	t.Parallel()
 	a, err := NewToken()
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,7 @@ func newJWKSServer(t *testing.T, body []byte) *jwksServer {
 }
 
 func TestJWT(t *testing.T) {
+	t.Parallel()
 	rsaKey := newSigningKey(t, jwa.RS256(), "rsa-1")
 	edKey := newSigningKey(t, jwa.EdDSA(), "ed-1")
 	strangerKey := newSigningKey(t, jwa.EdDSA(), "stranger") // not in the JWKS
@@ -175,6 +176,7 @@ func TestJWT(t *testing.T) {
 }
 
 func TestJWTOptions(t *testing.T) {
+	t.Parallel()
 	edKey := newSigningKey(t, jwa.EdDSA(), "ed-1")
 	path := writeFile(t, t.TempDir(), "jwks.json", jwksJSON(t, edKey))
 	base := JWTConfig{JWKSFile: path, Issuers: []string{"https://idp.test"}, Audiences: []string{"floe-api"}}
@@ -235,6 +237,7 @@ func TestJWTOptions(t *testing.T) {
 }
 
 func TestJWKSURLRotation(t *testing.T) {
+	t.Parallel()
 	oldKey := newSigningKey(t, jwa.EdDSA(), "old")
 	newKey := newSigningKey(t, jwa.EdDSA(), "new")
 	srv := newJWKSServer(t, jwksJSON(t, oldKey))
@@ -266,6 +269,7 @@ func TestJWKSURLRotation(t *testing.T) {
 }
 
 func TestJWTNotConfigured(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := writeFile(t, dir, "tokens.json", []byte(`{"tokens":[]}`))
 	a := newAuth(t, Config{TokenFile: path, Now: newClock().Now}, nil)
@@ -276,6 +280,7 @@ func TestJWTNotConfigured(t *testing.T) {
 }
 
 func TestJWKSFileReload(t *testing.T) {
+	t.Parallel()
 	oldKey := newSigningKey(t, jwa.EdDSA(), "old")
 	newKey := newSigningKey(t, jwa.RS256(), "new")
 	dir := t.TempDir()

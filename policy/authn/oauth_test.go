@@ -88,6 +88,7 @@ func (e *oauthEnv) post(t *testing.T, method, contentType, body string, basic []
 const form = "application/x-www-form-urlencoded"
 
 func TestOAuthTokenEndpoint(t *testing.T) {
+	t.Parallel()
 	e := newOAuthEnv(t, OAuthConfig{})
 	sparkForm := url.Values{"grant_type": {"client_credentials"}, "client_id": {"spark"}, "client_secret": {"spark-secret"}, "scope": {"catalog"}}.Encode()
 	tests := []struct {
@@ -171,6 +172,7 @@ func TestOAuthTokenEndpoint(t *testing.T) {
 }
 
 func TestOAuthTokenClaimsAndExpiry(t *testing.T) {
+	t.Parallel()
 	e := newOAuthEnv(t, OAuthConfig{TokenTTL: 10 * time.Minute, Issuer: "floe-test"})
 	r := e.post(t, "POST", form, "grant_type=client_credentials&client_id=spark&client_secret=spark-secret", nil)
 	if r.status != 200 || r.token.ExpiresIn != 600 {
@@ -209,6 +211,7 @@ func TestOAuthTokenClaimsAndExpiry(t *testing.T) {
 }
 
 func TestOAuthTokenFromAnotherServer(t *testing.T) {
+	t.Parallel()
 	// Two processes without a shared key: neither accepts the other's
 	// tokens, although issuer and audience match.
 	e1 := newOAuthEnv(t, OAuthConfig{})
@@ -226,6 +229,7 @@ func TestOAuthTokenFromAnotherServer(t *testing.T) {
 }
 
 func TestOAuthSigningKeyFile(t *testing.T) {
+	t.Parallel()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -251,6 +255,7 @@ func TestOAuthSigningKeyFile(t *testing.T) {
 }
 
 func TestOAuthClientsReload(t *testing.T) {
+	t.Parallel()
 	e := newOAuthEnv(t, OAuthConfig{})
 	path := e.a.cfg.OAuth.ClientsFile
 	writeClientsFile(t, path, clientEntry{ClientID: "flink", SecretSHA256: HashSecret("flink-secret"), Principal: "flink"})
@@ -264,6 +269,7 @@ func TestOAuthClientsReload(t *testing.T) {
 }
 
 func TestTokenHandlerWithoutClients(t *testing.T) {
+	t.Parallel()
 	path := writeFile(t, t.TempDir(), "tokens.json", []byte(`{"tokens":[]}`))
 	a := newAuth(t, Config{TokenFile: path}, nil)
 	srv := httptest.NewServer(a.TokenHandler())

@@ -24,6 +24,7 @@ import (
 // without strict builtin errors or environment variables, whose plan
 // compiles. Each answer must be the one the case records.
 func TestOPACompliance(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs OPA's evaluation suite")
 	}

@@ -48,6 +48,7 @@ func resultsString(rs []*ast.Term) string {
 }
 
 func TestScanBreakLevels(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		index uint32
 		want  string
@@ -79,6 +80,7 @@ func TestScanBreakLevels(t *testing.T) {
 }
 
 func TestNotBreakLevels(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		body *ir.Block
@@ -107,6 +109,7 @@ func TestNotBreakLevels(t *testing.T) {
 }
 
 func TestBlockBreakLevels(t *testing.T) {
+	t.Parallel()
 	// A BlockStmt's blocks run in turn; break 0 ends one of them, break 1
 	// also leaves the block holding the BlockStmt.
 	for _, tc := range []struct {
@@ -136,6 +139,7 @@ func TestBlockBreakLevels(t *testing.T) {
 }
 
 func TestRecursivePlanRefused(t *testing.T) {
+	t.Parallel()
 	call := func(name string) *ir.CallStmt {
 		return &ir.CallStmt{Func: name, Args: []ir.Operand{local(0), local(1)}, Result: 2}
 	}
@@ -155,6 +159,7 @@ func TestRecursivePlanRefused(t *testing.T) {
 }
 
 func TestMalformedPlansRefused(t *testing.T) {
+	t.Parallel()
 	for name, s := range map[string]ir.Stmt{
 		"string index out of range": &ir.AssignVarStmt{Source: str(7), Target: 2},
 		"negative local":            &ir.AssignVarStmt{Source: local(-1), Target: 2},

@@ -258,6 +258,7 @@ helpers.level := "low" if input.n <= 5`,
 }}
 
 func TestPlanMatchesTopdown(t *testing.T) {
+	t.Parallel()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ev, err := prepare(t, tc.module)
@@ -292,6 +293,7 @@ func TestPlanMatchesTopdown(t *testing.T) {
 }
 
 func TestUnsupported(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, module, why string }{
 		{"with", `package t
 q := input.x
@@ -325,6 +327,7 @@ p := data.t.rules[input.name]`, ""},
 }
 
 func TestCancelled(t *testing.T) {
+	t.Parallel()
 	ev, err := prepare(t, `package t
 p := count([x | some x in numbers.range(1, 100000); x % 7 == 0])`)
 	if err != nil {
@@ -347,6 +350,7 @@ p := count([x | some x in numbers.range(1, 100000); x % 7 == 0])`)
 // TestConcurrentEval runs one program from many goroutines; with -race
 // it checks that pooled state is never shared.
 func TestConcurrentEval(t *testing.T) {
+	t.Parallel()
 	ev, err := prepare(t, cases[4].module)
 	if err != nil {
 		t.Fatal(err)

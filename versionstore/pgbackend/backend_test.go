@@ -37,6 +37,7 @@ func openSchema(t testing.TB, key string) *pgbackend.Backend {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	pgtest.Need(t, cluster)
 	backendtest.RunConformance(t, func(t *testing.T, dir string) backend.Backend {
 		return openSchema(t, dir)
@@ -46,6 +47,7 @@ func TestConformance(t *testing.T) {
 // TestOpenRefusesNewerSchema: a database migrated by a newer build must not
 // be written by this one.
 func TestOpenRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
 	c := pgtest.Need(t, cluster)
 	dsn, err := c.Schema(t.Context(), pgtest.SchemaName(t.TempDir()))
 	if err != nil {
@@ -76,6 +78,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 // schema, as replicas starting together do: all must open, and the schema
 // must be migrated exactly once.
 func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	t.Parallel()
 	c := pgtest.Need(t, cluster)
 	dsn, err := c.Schema(t.Context(), pgtest.SchemaName(t.TempDir()))
 	if err != nil {
@@ -117,6 +120,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 // database, not by either process, so two backends over one schema see
 // each other's writes and lose to each other's moves.
 func TestTwoBackendsOneDatabase(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a, b := openSchema(t, dir), openSchema(t, dir)
 	t.Cleanup(func() { a.Close(); b.Close() })
@@ -140,6 +144,7 @@ func TestTwoBackendsOneDatabase(t *testing.T) {
 // compare-and-swap from the same value cannot slip in: the holder's write
 // lands, and the other is refused afterwards.
 func TestLockRef(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a, b := openSchema(t, dir), openSchema(t, dir)
 	t.Cleanup(func() { a.Close(); b.Close() })

@@ -17,6 +17,7 @@ import (
 // including the holder's own last append; an update without a hint clears
 // it.
 func TestLockRefReturnsHintAndRecentLog(t *testing.T) {
+	t.Parallel()
 	b := openSchema(t, t.TempDir())
 	t.Cleanup(func() { b.Close() })
 	ctx := t.Context()
@@ -65,6 +66,7 @@ func TestLockRefReturnsHintAndRecentLog(t *testing.T) {
 // TestGetObjects reads objects in one call, in the order asked (an id
 // asked twice answered twice), with nil for those that do not exist.
 func TestGetObjects(t *testing.T) {
+	t.Parallel()
 	b := openSchema(t, t.TempDir())
 	t.Cleanup(func() { b.Close() })
 	ctx := t.Context()
@@ -98,6 +100,7 @@ func TestGetObjects(t *testing.T) {
 // TestMigrateFromFirstSchema: a database written by a build with the first
 // schema is migrated in place, its refs kept, and takes hints afterwards.
 func TestMigrateFromFirstSchema(t *testing.T) {
+	t.Parallel()
 	c := pgtest.Need(t, cluster)
 	ctx := t.Context()
 	dsn, err := c.Schema(ctx, pgtest.SchemaName(t.TempDir()))

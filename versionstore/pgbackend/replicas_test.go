@@ -77,6 +77,7 @@ func commitOn(ctx context.Context, s *versionstore.Store, branch string, ops ...
 // by every other at once, heads never go back, and a branch created on one
 // replica can be committed to through another.
 func TestReplicasReadTheirWrites(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	rs := openReplicas(t, 3)
 	if _, err := commitOn(ctx, rs[0], "main", versionstore.Operation{Kind: versionstore.OpPut, Key: versionstore.ContentKey{"ns"}, Content: &versionstore.Content{Type: versionstore.Namespace}}); err != nil {
@@ -123,6 +124,7 @@ func TestReplicasReadTheirWrites(t *testing.T) {
 // store rebases a round whose compare-and-swap another replica won), and
 // every table must be on the branch exactly once.
 func TestReplicasConcurrentDistinctKeys(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	rs := openReplicas(t, 3)
 	if _, err := commitOn(ctx, rs[0], "main", versionstore.Operation{Kind: versionstore.OpPut, Key: versionstore.ContentKey{"ns"}, Content: &versionstore.Content{Type: versionstore.Namespace}}); err != nil {
@@ -184,6 +186,7 @@ func TestReplicasConcurrentDistinctKeys(t *testing.T) {
 // same expected head: exactly one wins, the other gets a conflict (not a
 // lost update).
 func TestReplicasConflictingKey(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	rs := openReplicas(t, 2)
 	if _, err := commitOn(ctx, rs[0], "main", versionstore.Operation{Kind: versionstore.OpPut, Key: versionstore.ContentKey{"ns"}, Content: &versionstore.Content{Type: versionstore.Namespace}}); err != nil {
@@ -221,6 +224,7 @@ func TestReplicasConflictingKey(t *testing.T) {
 // wrote. A commit from a stale head must conflict and be retried, never
 // overwrite: the table ends at exactly the number of acknowledged updates.
 func TestReplicasNoLostUpdateUnderContention(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	rs := openReplicas(t, 3)
 	if _, err := commitOn(ctx, rs[0], "main", versionstore.Operation{Kind: versionstore.OpPut, Key: versionstore.ContentKey{"ns"}, Content: &versionstore.Content{Type: versionstore.Namespace}}); err != nil {
