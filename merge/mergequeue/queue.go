@@ -314,8 +314,8 @@ func (q *Queue) refresh(ctx context.Context) error {
 // e is reloaded from the store.
 func (q *Queue) persist(ctx context.Context, e *entry, next *Request) error {
 	raw := encodeRequest(next)
-	err := q.store.PutRecord(ctx, versionstore.Record{Key: recordKey(next.ID), Value: raw,
-		If: &versionstore.RecordCondition{Exists: true, Value: e.raw}})
+	err := q.writeRecords(ctx, []versionstore.Record{{Key: recordKey(next.ID), Value: raw,
+		If: &versionstore.RecordCondition{Exists: true, Value: e.raw}}}, []*Request{e.req}, []*Request{next})
 	if errors.Is(err, versionstore.ErrRecordConflict) {
 		q.reload(ctx, e)
 	}
@@ -332,12 +332,14 @@ func (q *Queue) persist(ctx context.Context, e *entry, next *Request) error {
 func (q *Queue) persistAll(ctx context.Context, es []*entry, nexts []*Request) error {
 	recs := make([]versionstore.Record, len(es))
 	raws := make([][]byte, len(es))
+	prevs := make([]*Request, len(es))
 	for i, e := range es {
 		raws[i] = encodeRequest(nexts[i])
 		recs[i] = versionstore.Record{Key: recordKey(nexts[i].ID), Value: raws[i],
 			If: &versionstore.RecordCondition{Exists: true, Value: e.raw}}
+		prevs[i] = e.req
 	}
-	err := q.store.PutRecords(ctx, recs)
+	err := q.writeRecords(ctx, recs, prevs, nexts)
 	if errors.Is(err, versionstore.ErrRecordConflict) {
 		for _, e := range es {
 			q.reload(ctx, e)
@@ -471,7 +473,7 @@ func (q *Queue) Submit(ctx context.Context, s SubmitRequest) (*Request, bool, er
 		return nil, false, err
 	}
 	raw := encodeRequest(r)
-	err = q.store.PutRecord(ctx, versionstore.Record{Key: recordKey(id), Value: raw, If: &versionstore.RecordCondition{Exists: false}})
+	err = q.writeRecords(ctx, []versionstore.Record{{Key: recordKey(id), Value: raw, If: &versionstore.RecordCondition{Exists: false}}}, []*Request{nil}, []*Request{r})
 	if errors.Is(err, versionstore.ErrRecordConflict) && q.leases != nil {
 		// The same idempotency key submitted to another replica first.
 		if rec, gerr := q.store.GetRecord(ctx, recordKey(id)); gerr == nil {

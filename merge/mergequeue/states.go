@@ -1,9 +1,12 @@
 package mergequeue
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/floe-catalog/floe/catalog/changefeed"
 	"github.com/floe-catalog/floe/internal/apidoc"
+	"github.com/floe-catalog/floe/versionstore"
 )
 
 // The states of a request, and the only ways between them:
@@ -78,4 +81,47 @@ func (q *Queue) transition(r *Request, to, code, reason, principal, candidate st
 		r.EndedAt = &now
 	}
 	return nil
+}
+
+// writeRecords stores recs (each request's next record) in one durable
+// write and, for each request whose state changes from prevs[i] (nil: a
+// new request) to nexts[i], its queue.changed event in the change feed,
+// in the same write (versionstore.AppendEvents): the feed shows a change
+// of state exactly when it was written, in the store's order.
+func (q *Queue) writeRecords(ctx context.Context, recs []versionstore.Record, prevs, nexts []*Request) error {
+	var evs []versionstore.LogEvent
+	for i, next := range nexts {
+		ev, ok, err := stateEvent(prevs[i], next)
+		if err != nil {
+			return err
+		}
+		if ok {
+			evs = append(evs, ev)
+		}
+	}
+	if len(evs) == 0 {
+		return q.store.PutRecords(ctx, recs)
+	}
+	_, err := q.store.AppendEvents(ctx, evs, recs...)
+	return err
+}
+
+// stateEvent is the change feed's event of a request going from prev's
+// state to next's, by the principal of its last audit entry; false when
+// the state did not change.
+func stateEvent(prev, next *Request) (versionstore.LogEvent, bool, error) {
+	from := ""
+	if prev != nil {
+		from = prev.State
+	}
+	if from == next.State {
+		return versionstore.LogEvent{}, false, nil
+	}
+	principal := next.Principal
+	if n := len(next.Audit); n > 0 {
+		principal = next.Audit[n-1].Principal
+	}
+	ev, err := changefeed.QueueEvent(next.Target, principal, changefeed.QueueChange{
+		Request: next.ID, Source: next.Source, From: from, To: next.State, Reason: next.Reason, Commit: next.LandedCommit})
+	return ev, err == nil, err
 }
