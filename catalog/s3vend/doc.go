@@ -1,6 +1,7 @@
-// Package s3vend vends engines short-lived S3 credentials for one table:
-// credentials from STS AssumeRole, narrowed by an inline session policy to
-// the table's key prefixes, that can never delete.
+// Package s3vend vends engines short-lived S3 credentials for one table, never able to delete.
+//
+// The credentials come from STS AssumeRole, narrowed by an inline session
+// policy to the table's key prefixes.
 //
 // It owns what a grant is (Grant: a table's prefixes, read-only or
 // read-write), the session policy that says it to S3 (Grant.SessionPolicy:
