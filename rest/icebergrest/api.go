@@ -59,6 +59,9 @@ type Warehouse struct {
 	// RemoteSigning, if set, signs engines' S3 requests for this
 	// warehouse's tables (sign.go); nil signs nothing.
 	RemoteSigning *RemoteSigning
+	// VendedCredentials, if set, vends engines S3 credentials scoped to
+	// one table (credentials.go); nil vends none.
+	VendedCredentials *VendedCredentials
 }
 
 // Deps is what the facade needs from the process.

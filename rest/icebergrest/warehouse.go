@@ -31,6 +31,9 @@ type warehouse struct {
 	// not.
 	signing *RemoteSigning
 	signer  *s3sign.Signer
+	// vending vends engines credentials; nil when the warehouse does
+	// not.
+	vending *VendedCredentials
 	// buckets are the object-store buckets of the warehouse's root and
 	// allowed locations: the only ones floe signs requests for.
 	buckets []string
@@ -52,6 +55,15 @@ func newWarehouse(w Warehouse, files *icebergtable.Warehouse) (*warehouse, error
 		if u, err := url.Parse(loc); err == nil && u.Scheme == "s3" && !slices.Contains(wh.buckets, u.Host) {
 			wh.buckets = append(wh.buckets, u.Host)
 		}
+	}
+	if w.VendedCredentials != nil {
+		if len(wh.buckets) == 0 {
+			return nil, fmt.Errorf("iceberg REST: warehouse %q at %s: vended credentials need an s3:// warehouse", w.Name, files.Location())
+		}
+		if w.VendedCredentials.Vendor == nil {
+			return nil, fmt.Errorf("iceberg REST: warehouse %q: vended credentials need a vendor", w.Name)
+		}
+		wh.vending = w.VendedCredentials
 	}
 	if wh.signing != nil {
 		if len(wh.buckets) == 0 {
@@ -205,13 +217,4 @@ func (a *api) head(branch string) (versionstore.Hash, error) {
 		return versionstore.Hash{}, err
 	}
 	return ref.Head, nil
-}
-
-// tableReply is the LoadTableResult of table id in this warehouse:
-// metadataReply with the config the client gets (tableConfig: FileIO
-// properties engines need to write data files, e.g. an S3 endpoint, and
-// the remote signing config).
-func (a *api) tableReply(r *http.Request, wr *warehouseRef, id identifier, location string, metadata []byte) *reply {
-	cfg, _ := a.tableConfig(r, wr, id)
-	return metadataReply(location, metadata, cfg)
 }
