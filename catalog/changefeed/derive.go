@@ -377,7 +377,7 @@ func (d *deriver) iceberg(ctx context.Context, ch change, ops func(string) strin
 	name := ch.key.String()
 	ic := &IcebergChange{Operation: ops(name), Changes: changesOf(name)}
 	if ch.before != nil {
-		ic.PreviousMetadataLocation, ic.PreviousSnapshotID = ch.before.MetadataLocation, ch.before.SnapshotID
+		ic.PreviousMetadataLocation, ic.PreviousSnapshotID, ic.UUID = ch.before.MetadataLocation, ch.before.SnapshotID, ch.before.UUID
 	}
 	if ch.after == nil {
 		return ic
