@@ -1,10 +1,19 @@
 // Package catalog groups what floe is to an engine beside the version store.
 //
-// The package itself is the catalog service below the APIs: it owns the
-// warehouses and the metadata-file cache they share, built once by the
-// composition root (server/assemble) and handed to every API and
-// background worker that reads or writes table files (the merge engine,
-// GC, merge checks, table statistics, the change feed's summaries).
+// The package itself is the catalog service below the APIs. It commits
+// Iceberg table changes on a branch (Service.CommitTables, commit.go):
+// requirements checked against the branch head (requirements.go), a stale
+// append or row-level commit rebased onto it without a retry (rebase.go,
+// rebaserows.go), the updates checked (validate.go, sharedfiles.go,
+// limits.go) and applied, the new metadata file's location checked and
+// the file written, then one store commit for all the tables of a
+// transaction, retried server-side when another writer changed a table in
+// between (store.go). It owns the warehouses and the metadata-file cache
+// they share, built once by the composition root (server/assemble) and
+// handed to every API and background worker that reads or writes table
+// files (the merge engine, GC, merge checks, table statistics, the change
+// feed's summaries). Its refusals are Errors of a Kind (errors.go), which
+// each API maps onto its own error model.
 //
 // Its subpackages: icebergtable reads and writes Iceberg metadata within a
 // warehouse's location rules, s3sign signs S3 requests on the engines'

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/internal/keyedmutex"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -29,7 +31,19 @@ type Config struct {
 	// icebergtable.Config); 0 means
 	// icebergtable.DefaultMaxMetadataFileBytes.
 	MaxMetadataFileBytes int64
+	// CommitRetries bounds server-side retries of one table commit whose
+	// tables another writer changed between read and commit; 0 means
+	// DefaultCommitRetries, negative means none.
+	CommitRetries int
+	// RetryBackoff is the first pause between server-side retries, doubled
+	// each time up to 32 times as long; 0 means 5ms.
+	RetryBackoff time.Duration
 }
+
+// DefaultCommitRetries is how many times a table commit is re-validated
+// and re-applied on a newer head after another writer changed the same
+// table between read and commit.
+const DefaultCommitRetries = 8
 
 // Warehouse is one named catalog root: every table and view location
 // must lie below Location or one of AllowedLocations.
@@ -53,6 +67,9 @@ type Options struct {
 	// TracerProvider traces every metadata file read and write; nil
 	// records nothing.
 	TracerProvider trace.TracerProvider
+	// Now is the clock of rebased snapshots' commit times; nil means
+	// time.Now.
+	Now func() time.Time
 }
 
 // Service is the catalog: the warehouses and their shared metadata
@@ -67,6 +84,14 @@ type Service struct {
 	// warehouses in the order configured; byName indexes them.
 	warehouses icebergtable.Warehouses
 	byName     map[string]*icebergtable.Warehouse
+	// retries and backoff are Config.CommitRetries and RetryBackoff,
+	// defaulted.
+	retries int
+	backoff time.Duration
+	now     func() time.Time
+	// tables serializes commits to one table on one branch (see
+	// tableLockKey).
+	tables keyedmutex.Mutex
 }
 
 // New opens the configured warehouses over one shared metadata cache. It
@@ -78,9 +103,21 @@ func New(store *versionstore.Store, cfg Config, opts Options) (*Service, error) 
 	if len(cfg.Warehouses) == 0 {
 		return nil, errors.New("catalog: no warehouse configured")
 	}
-	s := &Service{store: store, logger: opts.Logger, byName: map[string]*icebergtable.Warehouse{}}
+	s := &Service{store: store, logger: opts.Logger, byName: map[string]*icebergtable.Warehouse{},
+		retries: cfg.CommitRetries, backoff: cfg.RetryBackoff, now: opts.Now}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if s.retries == 0 {
+		s.retries = DefaultCommitRetries
+	} else if s.retries < 0 {
+		s.retries = 0
+	}
+	if s.backoff <= 0 {
+		s.backoff = 5 * time.Millisecond
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	tp := opts.TracerProvider
 	if tp == nil {

@@ -18,17 +18,17 @@ import (
 	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/catalog/icebergtable"
 	"github.com/floe-catalog/floe/housekeeping/maintenance"
-	"github.com/floe-catalog/floe/internal/keyedmutex"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
 // Defaults for zero Deps fields.
 const (
-	// DefaultCommitRetries is how many times a table commit is re-validated
-	// and re-applied on a newer head after another writer changed the same
-	// table between read and commit.
-	DefaultCommitRetries = 8
+	// DefaultCommitRetries is how many times a namespace, view, rename or
+	// drop commit is re-applied on a newer head after another writer
+	// changed the same entity between read and commit (table commits are
+	// the catalog's: catalog.DefaultCommitRetries).
+	DefaultCommitRetries = catalog.DefaultCommitRetries
 	// DefaultPrincipal is the committer recorded for every request when
 	// Deps.Principal is nil (an embedding that names no callers).
 	DefaultPrincipal = "anonymous"
@@ -80,7 +80,9 @@ type Deps struct {
 	// first of Warehouses.
 	DefaultWarehouse string
 	// CommitRetries bounds server-side retries of one commit; 0 means
-	// DefaultCommitRetries, negative means none.
+	// DefaultCommitRetries, negative means none. Table commits are the
+	// catalog's (catalog.Config.CommitRetries); the root gives it these
+	// unless it sets its own.
 	CommitRetries int
 	// RetryBackoff is the first pause between server-side retries, doubled
 	// each time up to 32 times as long; 0 means 5ms.
@@ -121,6 +123,9 @@ type Deps struct {
 // api serves the Iceberg REST routes.
 type api struct {
 	store *versionstore.Store
+	// catalog commits table changes (tablecommit.go) and owns the warehouses
+	// and the metadata cache.
+	catalog *catalog.Service
 	// joins are the buffers a reply in pieces is joined in (reply.write).
 	joins      joinBuffers
 	logger     *slog.Logger
@@ -137,9 +142,6 @@ type api struct {
 	retries   int
 	backoff   time.Duration
 	principal func(*http.Request) string
-	// tables serializes commits to one table on one branch (see
-	// tableLockKey).
-	tables keyedmutex.Mutex
 	// ik handles Idempotency-Key; nil when keys are turned off.
 	ik  *idempotency
 	now func() time.Time
@@ -148,7 +150,7 @@ type api struct {
 	guard        *authz.Guard
 	// maint checks the maintenance lock and counts snapshots.
 	maint *maintenanceHooks
-	// tracer traces commits (commit.go).
+	// tracer traces commits (tablecommit.go).
 	tracer trace.Tracer
 }
 
@@ -195,6 +197,7 @@ func newAPI(deps Deps) (*api, error) {
 	}
 	a := &api{
 		store:      deps.Store,
+		catalog:    deps.Catalog,
 		logger:     deps.Logger,
 		warehouses: map[string]*warehouse{},
 		retries:    deps.CommitRetries,

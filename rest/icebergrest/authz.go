@@ -79,7 +79,7 @@ func tableChangeContent(tc tableChange) policy.Content {
 		switch action {
 		case table.UpdateAddSnapshot, table.UpdateSetSnapshotRef:
 			if fields, err := tc.req.fieldsOf(i); err == nil {
-				op = fields.snapshotOperation()
+				op = fields.SnapshotOperation()
 				if fields.RefName != "" && !slices.Contains(ic.Branches, fields.RefName) {
 					ic.Branches = append(ic.Branches, fields.RefName)
 				}

@@ -18,7 +18,7 @@ type commitDescription struct {
 	message string
 	props   map[string]string
 	// rebased: a stale append of the commit was re-parented onto the
-	// current head (rebase.go).
+	// current head (catalog/rebase.go).
 	rebased bool
 }
 

@@ -9,19 +9,24 @@
 // "lake@<hash>" a read-only view of that commit. Every change (namespaces,
 // table commits, multi-table transactions, renames, drops) is one atomic
 // commit on the branch, with a message and properties recording the Iceberg
-// operation. Table commits are validated and applied by the server and
-// retried server-side when another writer changed the same table between
-// read and commit; a pure append made on a main that has since moved is
-// re-parented onto the new head (zero-retry appends, rebase.go, with
-// tablemerge) instead of answered 409. Mutations honour Idempotency-Key: a retry with the same
-// key is answered with the recorded outcome, and a commit's record is
-// written in the commit's own batch, so a commit whose answer was lost is
-// never made twice.
+// operation. Table commits (updateTable, transactions/commit) are decided
+// by the catalog service (package catalog, Service.CommitTables): this
+// package decodes the request, authorizes it, checks the maintenance lock,
+// calls the catalog and encodes its answer, mapping the catalog's typed
+// refusals onto the REST error model with the Java exception names and
+// messages Iceberg's clients expect (errors.go). The catalog validates and
+// applies the changes, retries server-side when another writer changed
+// the same table between read and commit, and re-parents a pure append
+// made on a main that has since moved onto the new head (zero-retry
+// appends) instead of refusing it. Mutations honour Idempotency-Key: a
+// retry with the same key is answered with the recorded outcome, and a
+// commit's record is written in the commit's own batch, so a commit whose
+// answer was lost is never made twice.
 //
-// Metadata files, their cache, the warehouse's locations and the mapping
-// from a metadata file to a store content value belong to the Iceberg table
-// package (icebergtable), which this package uses and translates into the
-// REST error model.
+// The warehouses, the metadata cache, metadata files and the mapping from
+// a metadata file to a store content value belong to the catalog and the
+// Iceberg table package (icebergtable), which this package uses and
+// translates into the REST error model.
 //
 // The package must not import server/ (the composition root, package
 // assemble, serves Routes and runs ExpireRecords) and must not reach into

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -98,6 +99,9 @@ func classify(err error) *apiError {
 	if ae, ok := errors.AsType[*apiError](err); ok {
 		return ae
 	}
+	if ce, ok := errors.AsType[*catalog.Error](err); ok {
+		return fromCatalog(ce)
+	}
 	if de, ok := errors.AsType[*authz.DeniedError](err); ok {
 		return &apiError{status: http.StatusForbidden, typ: typeForbidden, msg: "Forbidden: " + strings.Join(de.Decision.Reasons, "; "), cause: err}
 	}
@@ -131,4 +135,44 @@ func writeError(w http.ResponseWriter, r *http.Request, ae *apiError) {
 		return
 	}
 	writeJSON(w, ae.status, errorBody{Error: errorModel{Message: ae.msg, Type: ae.typ, Code: ae.status}})
+}
+
+// catalogErrors are the status and Java exception name of each kind of
+// the catalog's refusals.
+var catalogErrors = map[catalog.Kind]struct {
+	status int
+	typ    string
+}{
+	catalog.Invalid:            {http.StatusBadRequest, typeBadRequest},
+	catalog.IllegalArgument:    {http.StatusBadRequest, typeIllegalArgument},
+	catalog.NoSuchNamespace:    {http.StatusNotFound, typeNoSuchNamespace},
+	catalog.NoSuchTable:        {http.StatusNotFound, typeNoSuchTable},
+	catalog.NoSuchView:         {http.StatusNotFound, typeNoSuchView},
+	catalog.NoSuchBranch:       {http.StatusNotFound, typeNoSuchWarehouse},
+	catalog.AlreadyExists:      {http.StatusConflict, typeAlreadyExists},
+	catalog.CommitFailed:       {http.StatusConflict, typeCommitFailed},
+	catalog.StorageFailed:      {http.StatusInternalServerError, typeInternalServerError},
+	catalog.CommitStateUnknown: {http.StatusInternalServerError, typeCommitStateUnknown},
+}
+
+// fromCatalog is the error model of a catalog refusal: its message as
+// is, under the status and exception name of its kind.
+func fromCatalog(ce *catalog.Error) *apiError {
+	m, ok := catalogErrors[ce.Kind]
+	if !ok {
+		return &apiError{status: http.StatusInternalServerError, typ: typeInternalServerError, msg: "internal error", cause: ce}
+	}
+	return &apiError{status: m.status, typ: m.typ, msg: ce.Msg, cause: ce.Cause}
+}
+
+// errorStatus is the status err is answered with, for an error that is
+// itself an apiError or a catalog refusal; ok is false for any other.
+func errorStatus(err error) (status int, ok bool) {
+	switch e := err.(type) {
+	case *apiError:
+		return e.status, true
+	case *catalog.Error:
+		return fromCatalog(e).status, true
+	}
+	return 0, false
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/housekeeping/maintenance"
 )
 
@@ -47,7 +48,7 @@ func maintenanceKind(req *commitTableRequest) string {
 		case table.UpdateRemoveSnapshots:
 			kind = maintenance.KindExpire
 		case table.UpdateAddSnapshot:
-			if f, err := req.fieldsOf(i); err == nil && f.snapshotOperation() == string(table.OpReplace) {
+			if f, err := req.fieldsOf(i); err == nil && f.SnapshotOperation() == string(table.OpReplace) {
 				return maintenance.KindRewrite
 			}
 		}
@@ -137,19 +138,19 @@ func (h *maintenanceHooks) tableLabel(id identifier) string {
 }
 
 // countSnapshots counts the snapshots a successful commit added.
-func (a *api) countSnapshots(results []*staged) {
+func (a *api) countSnapshots(results []*catalog.Staged) {
 	for _, s := range results {
-		if s.op == nil {
+		if !s.Changed() {
 			continue
 		}
 		label := ""
-		for _, snap := range s.added {
+		for _, snap := range s.Added {
 			op := "other"
-			if snap.Summary != nil && snapshotOperations[string(snap.Summary.Operation)] {
+			if snap.Summary != nil && catalog.RecordedOperation(string(snap.Summary.Operation)) {
 				op = string(snap.Summary.Operation)
 			}
 			if label == "" {
-				label = a.maint.tableLabel(s.id)
+				label = a.maint.tableLabel(identifier(s.ID))
 			}
 			a.maint.snapshots.WithLabelValues(op, label).Inc()
 		}

@@ -36,7 +36,7 @@ func (a *api) startCommitSpan(r *http.Request, wr *warehouseRef, changes []table
 func endSpan(span trace.Span, err error) {
 	if err != nil && span.IsRecording() {
 		span.SetAttributes(attribute.String("floe.error", err.Error()))
-		if ae, ok := err.(*apiError); !ok || ae.status >= 500 {
+		if status, ok := errorStatus(err); !ok || status >= 500 {
 			span.SetStatus(codes.Error, err.Error())
 		}
 	}

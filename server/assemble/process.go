@@ -468,9 +468,6 @@ func (p *Process) startPolicy(ctx context.Context, opts *policy.Options, decisio
 	}
 	o := *opts
 	o.Logger, o.Metrics = p.logger, reg
-	if o.OnActivate == nil && p.store != nil {
-		o.OnActivate = p.policyActivated // events.go
-	}
 	if decisionLog != nil {
 		o.DecisionLog = decisionLog
 	}
@@ -503,9 +500,15 @@ func principalID(r *http.Request) string {
 }
 
 // catalogConfig is cfg.Catalog with the warehouses the Iceberg facade
-// serves.
+// serves, and its commit retries unless the catalog sets its own.
 func catalogConfig(cfg Config) catalog.Config {
 	c := cfg.Catalog
+	if c.CommitRetries == 0 {
+		c.CommitRetries = cfg.Iceberg.CommitRetries
+	}
+	if c.RetryBackoff == 0 {
+		c.RetryBackoff = cfg.Iceberg.RetryBackoff
+	}
 	c.Warehouses = make([]catalog.Warehouse, 0, len(cfg.Iceberg.Warehouses))
 	for _, w := range cfg.Iceberg.Warehouses {
 		c.Warehouses = append(c.Warehouses, catalog.Warehouse{

@@ -1,4 +1,4 @@
-package icebergrest
+package catalog
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 
 // Limits on names and locations, checked before anything is written so
 // that an odd name is a 400 naming the limit, never a file system error.
-// README.md ("Limits on names and locations") documents them.
+// rest/icebergrest/README.md ("Limits on names and locations") documents them.
 const (
 	// maxObjectNameBytes bounds a table or view name. Its default
 	// directory is "<name>-<uuid>", 37 bytes longer, and one path element
@@ -24,17 +24,17 @@ const (
 	maxLocationElementBytes = versionstore.MaxNewKeyElementBytes
 )
 
-// checkNewKey checks a namespace or table key that content is created
+// CheckNewKey checks a namespace or table key that content is created
 // under against the store's limits on new keys.
-func checkNewKey(what string, key versionstore.ContentKey) error {
+func CheckNewKey(what string, key versionstore.ContentKey) error {
 	if err := key.ValidateNew(); err != nil {
 		return badRequest("invalid %s %q: %v", what, trimForMessage(key.String()), err)
 	}
 	return nil
 }
 
-// checkObjectName checks a table or view name against maxObjectNameBytes.
-func checkObjectName(name string) error {
+// CheckObjectName checks a table or view name against maxObjectNameBytes.
+func CheckObjectName(name string) error {
 	if len(name) > maxObjectNameBytes {
 		return badRequest("invalid name %q: it is %d bytes, at most %d allowed", trimForMessage(name), len(name), maxObjectNameBytes)
 	}

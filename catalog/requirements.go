@@ -1,4 +1,4 @@
-package icebergrest
+package catalog
 
 import (
 	"encoding/json"
@@ -33,7 +33,7 @@ type requirementWire struct {
 
 // tableRequirementFailed is the 409 for a table requirement that failed
 // against base (nil for a table that does not exist) with err.
-func tableRequirementFailed(rq table.Requirement, base table.Metadata, err error) *apiError {
+func tableRequirementFailed(rq table.Requirement, base table.Metadata, err error) *Error {
 	return commitFailed("%s", tableRequirementMessage(rq, base, err))
 }
 
@@ -100,9 +100,9 @@ func changed(what string, want *int, got int, err error) string {
 	return "Requirement failed: " + what + " changed: expected id " + itoa64(int64(*want)) + " != " + itoa64(int64(got))
 }
 
-// viewRequirementFailed is the 409 for a view requirement that failed
-// against base with err.
-func viewRequirementFailed(rq view.Requirement, base view.Metadata, err error) *apiError {
+// ViewRequirementFailed is the refusal (CommitFailed) of a view
+// requirement that failed against base with err.
+func ViewRequirementFailed(rq view.Requirement, base view.Metadata, err error) *Error {
 	var w requirementWire
 	if raw, merr := json.Marshal(rq); merr == nil && json.Unmarshal(raw, &w) == nil && base != nil && w.Type == "assert-view-uuid" {
 		return commitFailed("Requirement failed: view UUID does not match: expected %s != %s", w.UUID, base.ViewUUID())

@@ -1,4 +1,4 @@
-package icebergrest
+package catalog
 
 import (
 	"maps"
@@ -22,9 +22,9 @@ const sharedFilesReason = "catalog branches share data and metadata files, so an
 	"write.metadata.delete-after-commit.enabled=false on every table, and `floe gc` deletes the files " +
 	"that no branch, tag or retained commit references"
 
-// checkCreateProperties refuses a create whose properties turn on a
+// CheckCreateProperties refuses a create whose properties turn on a
 // shared-file property.
-func checkCreateProperties(id identifier, props map[string]string) error {
+func CheckCreateProperties(id Identifier, props map[string]string) error {
 	if k, ok := refusedProperty(props); ok {
 		return badRequest("cannot create table %s with %s=%s: %s", id, k, props[k], sharedFilesReason)
 	}
@@ -42,9 +42,9 @@ func refusedProperty(props map[string]string) (string, bool) {
 	return "", false
 }
 
-// withSharedFileProperties is a create's properties with
+// WithSharedFileProperties is a create's properties with
 // SharedFileProperties added.
-func withSharedFileProperties(props map[string]string) map[string]string {
+func WithSharedFileProperties(props map[string]string) map[string]string {
 	out := maps.Clone(props)
 	if out == nil {
 		out = map[string]string{}
@@ -56,7 +56,7 @@ func withSharedFileProperties(props map[string]string) map[string]string {
 // checkSharedFileUpdates refuses a commit that sets a shared-file property
 // to anything but false, or removes one (which would leave Iceberg's
 // default, true).
-func checkSharedFileUpdates(id identifier, req *commitTableRequest) error {
+func checkSharedFileUpdates(id Identifier, req *TableChange) error {
 	for i, u := range req.Updates {
 		switch u.Action() {
 		case table.UpdateSetProperties, table.UpdateRemoveProperties:

@@ -1,4 +1,4 @@
-package icebergrest
+package catalog
 
 import (
 	"context"
@@ -110,7 +110,7 @@ func rowLevelSerializable(props iceberg.Properties, op table.Operation) (string,
 // rebaseRowLevel re-parents the row-level snapshot snap, made on parent,
 // onto main of base. An errRebaseConflict is a real conflict; any other
 // error an errNotRebaseable (the caller answers 409 either way).
-func (a *api) rebaseRowLevel(ctx context.Context, wh *warehouse, base table.Metadata, baseLoc string, snap, parent *table.Snapshot, props iceberg.Properties) (*table.MetadataBuilder, []string, error) {
+func (s *Service) rebaseRowLevel(ctx context.Context, wh *icebergtable.Warehouse, base table.Metadata, baseLoc string, snap, parent *table.Snapshot, props iceberg.Properties) (*table.MetadataBuilder, []string, error) {
 	if base.Properties()[PropRebaseRowLevel] == "false" {
 		return nil, nil, notRebaseable("the table sets %s=false", PropRebaseRowLevel)
 	}
@@ -158,22 +158,22 @@ func (a *api) rebaseRowLevel(ctx context.Context, wh *warehouse, base table.Meta
 			InScope: func(f iceberg.DataFile) bool { return scope[f.FilePath()] },
 		}}},
 		SourceRef: table.MainBranch,
-		Now:       a.now,
+		Now:       s.now,
 	})
 	if err != nil {
 		if res != nil {
-			a.removeFiles(ctx, res.Written...)
+			s.removeFiles(ctx, res.Written...)
 		}
 		return nil, nil, notRebaseable("%v", err)
 	}
 	// The replay must have done exactly the commit's change on the head.
 	got := res.Snapshots[0].Summary.Properties
 	if n := got.GetInt64("deleted-data-files", 0) + got.GetInt64("removed-delete-files", 0); n != int64(len(mine.Removed)) {
-		a.removeFiles(ctx, res.Written...)
+		s.removeFiles(ctx, res.Written...)
 		return nil, nil, notRebaseable("snapshot %d: the rebase removed %d files, the commit %d", snap.SnapshotID, n, len(mine.Removed))
 	}
 	if n := got.GetInt64("added-data-files", 0) + got.GetInt64("added-delete-files", 0); n != int64(len(mine.Added)) {
-		a.removeFiles(ctx, res.Written...)
+		s.removeFiles(ctx, res.Written...)
 		return nil, nil, notRebaseable("snapshot %d: the rebase added %d files, the commit %d", snap.SnapshotID, n, len(mine.Added))
 	}
 	// Not the replay of a recorded operation: like a rebased append's,
@@ -182,7 +182,7 @@ func (a *api) rebaseRowLevel(ctx context.Context, wh *warehouse, base table.Meta
 	delete(got, tablemerge.SummaryReplayed)
 	if len(props) > 0 {
 		if err := res.Builder.SetProperties(props); err != nil {
-			a.removeFiles(ctx, res.Written...)
+			s.removeFiles(ctx, res.Written...)
 			return nil, nil, notRebaseable("set properties: %v", err)
 		}
 	}
@@ -390,7 +390,7 @@ type committedReads struct {
 	manifests map[string]bool // manifests those lists name, as read
 }
 
-func newCommittedReads(wh *warehouse, m table.Metadata) *committedReads {
+func newCommittedReads(wh *icebergtable.Warehouse, m table.Metadata) *committedReads {
 	c := &committedReads{checkedFiles: checkedFiles{wh}, lists: map[string]bool{}, manifests: map[string]bool{}}
 	for _, s := range m.Snapshots() {
 		c.lists[s.ManifestList] = true
@@ -399,17 +399,17 @@ func newCommittedReads(wh *warehouse, m table.Metadata) *committedReads {
 }
 
 func (c *committedReads) ReadSnapshotManifests(ctx context.Context, snap *table.Snapshot) ([]iceberg.ManifestFile, error) {
-	if _, err := c.wh.files.Contains(snap.ManifestList); err != nil {
+	if _, err := c.wh.Contains(snap.ManifestList); err != nil {
 		return nil, fmt.Errorf("%w: %s", errOutside, snap.ManifestList)
 	}
 	if !c.lists[snap.ManifestList] {
-		data, err := c.wh.files.ReadFile(ctx, snap.ManifestList)
+		data, err := c.wh.ReadFile(ctx, snap.ManifestList)
 		if err != nil {
 			return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
 		}
 		return manifestread.ReadList(data)
 	}
-	mfs, err := c.wh.files.ReadSnapshotManifests(ctx, snap)
+	mfs, err := c.wh.ReadSnapshotManifests(ctx, snap)
 	if err != nil {
 		return nil, err
 	}
@@ -420,13 +420,13 @@ func (c *committedReads) ReadSnapshotManifests(ctx context.Context, snap *table.
 }
 
 func (c *committedReads) ReadManifestEntries(ctx context.Context, mf iceberg.ManifestFile) ([]iceberg.ManifestEntry, error) {
-	if _, err := c.wh.files.Contains(mf.FilePath()); err != nil {
+	if _, err := c.wh.Contains(mf.FilePath()); err != nil {
 		return nil, fmt.Errorf("%w: %s", errOutside, mf.FilePath())
 	}
 	if c.manifests[mf.FilePath()] {
-		return c.wh.files.ReadManifestEntries(ctx, mf)
+		return c.wh.ReadManifestEntries(ctx, mf)
 	}
-	data, err := c.wh.files.ReadFile(ctx, mf.FilePath())
+	data, err := c.wh.ReadFile(ctx, mf.FilePath())
 	if err != nil {
 		return nil, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
 	}

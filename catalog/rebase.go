@@ -1,4 +1,4 @@
-package icebergrest
+package catalog
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func staleMainRef(rq table.Requirement) (*staleAppend, bool) {
 // out, or the rebase failed) or an errRebaseConflict (a row-level commit
 // that really conflicts); the caller answers 409 as if no rebase were
 // tried.
-func (a *api) rebaseAppend(ctx context.Context, wh *warehouse, base table.Metadata, baseLoc string, sa *staleAppend, updates table.Updates) (*table.MetadataBuilder, []string, error) {
+func (s *Service) rebaseAppend(ctx context.Context, wh *icebergtable.Warehouse, base table.Metadata, baseLoc string, sa *staleAppend, updates table.Updates) (*table.MetadataBuilder, []string, error) {
 	if base.Properties()[PropRebaseAppends] == "false" {
 		return nil, nil, notRebaseable("the table sets %s=false", PropRebaseAppends)
 	}
@@ -115,11 +115,11 @@ func (a *api) rebaseAppend(ctx context.Context, wh *warehouse, base table.Metada
 			return nil, nil, notRebaseable("snapshot %d is no longer an ancestor of main", *sa.asserted)
 		}
 	}
-	if _, err := wh.requireInside("manifest list", snap.ManifestList); err != nil {
+	if _, err := wh.Contains(snap.ManifestList); err != nil {
 		return nil, nil, notRebaseable("manifest list %s is outside the warehouse", snap.ManifestList)
 	}
 	if rowLevel {
-		return a.rebaseRowLevel(ctx, wh, base, baseLoc, snap, parent, props)
+		return s.rebaseRowLevel(ctx, wh, base, baseLoc, snap, parent, props)
 	}
 	spec := base.DefaultPartitionSpec()
 	// committedReads: the client's new manifest list is read whatever
@@ -133,11 +133,11 @@ func (a *api) rebaseAppend(ctx context.Context, wh *warehouse, base table.Metada
 		AppendOnly:   &spec,
 		// The client's manifests are new: no committed list names them.
 		ReuseManifests: true,
-		Now:            a.now,
+		Now:            s.now,
 	})
 	if err != nil {
 		if res != nil {
-			a.removeFiles(ctx, res.Written...)
+			s.removeFiles(ctx, res.Written...)
 		}
 		// Whatever stopped it (not an append after all, a manifest the
 		// client never wrote, a failed write), the commit is answered as
@@ -146,7 +146,7 @@ func (a *api) rebaseAppend(ctx context.Context, wh *warehouse, base table.Metada
 	}
 	if len(props) > 0 {
 		if err := res.Builder.SetProperties(props); err != nil {
-			a.removeFiles(ctx, res.Written...)
+			s.removeFiles(ctx, res.Written...)
 			return nil, nil, notRebaseable("set properties: %v", err)
 		}
 	}
@@ -269,20 +269,20 @@ var errOutside = errors.New("location outside the warehouse")
 
 // checkedFiles reads and writes only below the warehouse: the manifest
 // list and the manifests a rebase reads are named by the client.
-type checkedFiles struct{ wh *warehouse }
+type checkedFiles struct{ wh *icebergtable.Warehouse }
 
 func (f checkedFiles) ReadFile(ctx context.Context, loc string) ([]byte, error) {
-	if _, err := f.wh.files.Contains(loc); err != nil {
+	if _, err := f.wh.Contains(loc); err != nil {
 		return nil, fmt.Errorf("%w: %s", errOutside, loc)
 	}
-	return f.wh.files.ReadFile(ctx, loc)
+	return f.wh.ReadFile(ctx, loc)
 }
 
 func (f checkedFiles) WriteFile(ctx context.Context, loc string, data []byte) error {
-	if _, err := f.wh.files.Contains(loc); err != nil {
+	if _, err := f.wh.Contains(loc); err != nil {
 		return fmt.Errorf("%w: %s", errOutside, loc)
 	}
-	return f.wh.files.WriteFile(ctx, loc, data)
+	return f.wh.WriteFile(ctx, loc, data)
 }
 
 // errNotRebaseable says why a stale commit is answered 409 instead of

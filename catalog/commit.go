@@ -1,4 +1,4 @@
-package icebergrest
+package catalog
 
 import (
 	"context"
@@ -6,281 +6,219 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/apache/iceberg-go/table"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/floe-catalog/floe/catalog/icebergtable"
-	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
-// commitTableRequest is the spec's CommitTableRequest. Decoding rejects
-// unknown requirement types and update actions, as the spec requires.
-type commitTableRequest struct {
-	Identifier   *identifier        `json:"identifier"`
-	Requirements table.Requirements `json:"requirements"`
-	Updates      table.Updates      `json:"updates"`
-
-	// fields holds each update's checked fields, decoded from the
-	// request's own JSON; nil for a request built in code (fieldsOf).
-	fields []updateFields
+// TableChange is one table's requested change: the requirements its
+// current metadata must meet and the updates to apply to it, as Iceberg's
+// CommitTableRequest carries them.
+type TableChange struct {
+	ID           Identifier
+	Requirements table.Requirements
+	Updates      table.Updates
+	// Fields holds each update's checked fields when the caller decoded
+	// them already (from the request's own JSON); nil decodes each update
+	// where a check needs it.
+	Fields []UpdateFields
 }
 
-// UnmarshalJSON decodes the request: a common one in one pass
-// (decodeCommonCommit), any other by the spec's decoding (decodeSpec).
-func (c *commitTableRequest) UnmarshalJSON(data []byte) error {
-	if req, ok := decodeCommonCommit(data); ok {
-		*c = req
-		return nil
+// fieldsOf returns the checked fields of the change's i-th update.
+func (c *TableChange) fieldsOf(i int) (UpdateFields, error) {
+	if c.Fields != nil {
+		return c.Fields[i], nil
 	}
-	return c.decodeSpec(data)
+	return DecodeUpdate(c.Updates[i])
 }
 
-// specCommitTableRequest decodes as commitTableRequest does without
-// trying decodeCommonCommit first: for callers that already did.
-type specCommitTableRequest commitTableRequest
-
-func (s *specCommitTableRequest) UnmarshalJSON(data []byte) error {
-	return (*commitTableRequest)(s).decodeSpec(data)
-}
-
-// decodeSpec decodes the request as the spec's type, and each update's
-// checked fields from the same bytes: authorization, the maintenance
-// lock, shared-file and location checks all read them, and decoding them
-// once here costs less than one re-encoding of the update.
-func (c *commitTableRequest) decodeSpec(data []byte) error {
-	type spec commitTableRequest // without the methods: the spec's decoding
-	if err := json.Unmarshal(data, (*spec)(c)); err != nil {
-		return err
-	}
-	var raw struct {
-		Updates []updateFields `json:"updates"`
-	}
-	if json.Unmarshal(data, &raw) == nil && len(raw.Updates) == len(c.Updates) {
-		c.fields = raw.Updates
-	} else {
-		// fieldsOf decodes each update on its own, and reports the error
-		// where the check needs the field.
-		c.fields = nil
-	}
-	return nil
-}
-
-// fieldsOf returns the checked fields of the request's i-th update.
-func (c *commitTableRequest) fieldsOf(i int) (updateFields, error) {
-	if c.fields != nil {
-		return c.fields[i], nil
-	}
-	return decodeUpdate(c.Updates[i])
-}
-
-// tableChange is one table's requested change.
-type tableChange struct {
-	id  identifier
-	req commitTableRequest
-}
-
-// staged is one table's change prepared against one head: validated,
+// Staged is one table's change prepared against one head: validated,
 // applied, and its new metadata file written.
-type staged struct {
-	id     identifier
+type Staged struct {
+	ID     Identifier
 	create bool
 	base   *icebergtable.MetadataFile // nil for a create
-	file   *icebergtable.MetadataFile // the new metadata file, or base for a no-op
-	op     *versionstore.Operation
-	desc   commitDescription
+	// File is the new metadata file, or the current one for a change
+	// that changes nothing.
+	File *icebergtable.MetadataFile
+	op   *versionstore.Operation
+	desc commitDescription
 	// lists are the manifest lists written by a rebase of a stale append
 	// (rebase.go), removed with file if the commit does not happen.
 	lists []string
-	// body is file's metadata as answered: file.ServedJSON.
-	body []byte
-	// added are the snapshots the new file has and base has not.
-	added []table.Snapshot
+	// Body is File's metadata as answered: File.ServedJSON.
+	Body []byte
+	// Added are the snapshots the new file has and the current one has
+	// not.
+	Added []table.Snapshot
 }
 
-func (a *api) updateTable(w http.ResponseWriter, r *http.Request) error {
-	wr, id, err := a.entityOf(r, tableKind)
-	if err != nil {
-		return err
-	}
-	data, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	// Not decodeBody: its json.Decoder reads a common request twice more.
-	req, common := decodeCommonCommit(data)
-	if !common {
-		if err := decodeJSONBody(data, (*specCommitTableRequest)(&req)); err != nil {
-			return err
-		}
-	}
-	if req.Identifier != nil && !slices.Equal(req.Identifier.key(), id.key()) {
-		return badRequest("the request body names table %s but the path names %s", *req.Identifier, id)
-	}
-	rp, err := a.commitTables(w, r, wr, []tableChange{{id: id, req: req}}, func(results []*staged) *reply {
-		s := results[0]
-		return metadataReply(s.file.Location, s.body, nil).withETag(etag(s.file.Location, "all"))
-	})
-	if err != nil {
-		return err
-	}
-	rp.write(w, &a.joins)
-	return nil
+// Changed reports whether the change writes anything: a new metadata file
+// and its store operation.
+func (s *Staged) Changed() bool { return s.op != nil }
+
+// CommitObserver is told what becomes of table commits, for the metrics
+// of the API that asked; op is the commit's operation label (one of
+// icebergtable.Operations).
+type CommitObserver interface {
+	// Retried: an attempt is retried after another writer changed a
+	// table in between.
+	Retried(op string)
+	// Conflicted: the store refused a commit because a key it writes
+	// changed concurrently.
+	Conflicted(op string)
+	// Committed: the commit landed; rebased says a stale append or
+	// row-level commit in it was re-parented onto the current head.
+	Committed(op string, rebased bool)
+	// Refused: the commit is refused with CommitFailed.
+	Refused(op string)
 }
 
-func (a *api) commitTransaction(w http.ResponseWriter, r *http.Request) error {
-	wr, err := a.warehouseRefOf(r)
-	if err != nil {
-		return err
-	}
-	var req struct {
-		TableChanges []commitTableRequest `json:"table-changes"`
-	}
-	if err := decodeBody(r, &req); err != nil {
-		return err
-	}
-	if len(req.TableChanges) == 0 {
-		return badRequest("a transaction needs at least one table change")
-	}
-	changes := make([]tableChange, 0, len(req.TableChanges))
-	seen := map[string]bool{}
-	for i, tc := range req.TableChanges {
-		if tc.Identifier == nil {
-			return badRequest("table change %d has no identifier", i)
-		}
-		id := *tc.Identifier
-		if err := id.validate(); err != nil {
-			return err
-		}
-		if seen[id.String()] {
-			return badRequest("table %s appears more than once in the transaction", id)
-		}
-		seen[id.String()] = true
-		changes = append(changes, tableChange{id: id, req: tc})
-	}
-	rp, err := a.commitTables(w, r, wr, changes, func([]*staged) *reply { return noContent() })
-	if err != nil {
-		return err
-	}
-	rp.write(w, &a.joins)
-	return nil
+// TablesCommit asks for one atomic catalog commit of table changes on a
+// branch.
+type TablesCommit struct {
+	// Warehouse names the warehouse the tables are in: new tables go
+	// below it, and every location is checked against it.
+	Warehouse string
+	Branch    string
+	Changes   []TableChange
+	// Committer names who commits, for the commit record.
+	Committer string
+	// Prepared, if set, is called once per attempt with every change
+	// prepared, before the store commit; a record it returns is written in
+	// the commit's own batch (an API's idempotency record of its answer),
+	// and is ignored when nothing changed.
+	Prepared func([]*Staged) *versionstore.Record
+	// Observer, if set, is told what becomes of the commit.
+	Observer CommitObserver
 }
 
-// commitTables validates and applies every change against the branch head,
-// writes the new metadata files, and makes one catalog commit with all of
-// them: all tables change or none. Each attempt holds this process's locks
-// of all the tables involved (tableLockKey), so writers here take turns,
-// each validating against the head the previous one made. When a writer
-// that takes no such lock (a merge, a rename or drop, another process
-// sharing the store) changed one of the tables in between, the store
-// refuses the commit; then everything is re-read, requirements are
-// validated again against the new head and the updates re-applied, up to
-// a.retries times. That is the spec's server-side retry: a client's change
-// lands on a newer head as long as its requirements still hold. respond
-// builds the reply from the prepared changes before the commit (see
-// commit); that reply is returned.
-func (a *api) commitTables(w http.ResponseWriter, r *http.Request, wr *warehouseRef, changes []tableChange, respond func([]*staged) *reply) (_ *reply, err error) {
-	span := a.startCommitSpan(r, wr, changes)
-	if span.IsRecording() {
-		r = r.WithContext(trace.ContextWithSpan(r.Context(), span))
+// TablesCommitted is what CommitTables did.
+type TablesCommitted struct {
+	// Staged are the changes as prepared by the attempt that committed.
+	Staged []*Staged
+	// Commit is the store's result; nil when nothing changed (no file
+	// written, no commit made).
+	Commit *versionstore.CommitResult
+	// Op, Message and Rebased describe the commit (Rebased: a stale
+	// append or row-level commit in it was re-parented).
+	Op, Message string
+	Rebased     bool
+	// Recorded says the record Prepared returned was committed.
+	Recorded bool
+}
+
+// CommitTables validates and applies every change against the branch
+// head, writes the new metadata files, and makes one catalog commit with
+// all of them: all tables change or none. Each attempt holds this
+// process's locks of all the tables involved (tableLockKey), so writers
+// here take turns, each validating against the head the previous one
+// made. When a writer that takes no such lock (a merge, a rename or drop,
+// another process sharing the store) changed one of the tables in
+// between, the store refuses the commit; then everything is re-read,
+// requirements are validated again against the new head and the updates
+// re-applied, up to the configured retries. That is the Iceberg spec's
+// server-side retry: a client's change lands on a newer head as long as
+// its requirements still hold.
+func (s *Service) CommitTables(ctx context.Context, req TablesCommit) (*TablesCommitted, error) {
+	obs := req.Observer
+	if obs == nil {
+		obs = noObserver{}
 	}
-	defer func() { endSpan(span, err) }()
-	var contents []policy.Content
-	if a.guard.Enabled() { // describing the updates costs a JSON round trip each
-		contents = make([]policy.Content, len(changes))
-		for i, tc := range changes {
-			contents[i] = tableChangeContent(tc)
-		}
+	changes, branch := req.Changes, req.Branch
+	wh, ok := s.Warehouse(req.Warehouse)
+	if !ok {
+		return nil, fmt.Errorf("catalog: no warehouse %q", req.Warehouse)
 	}
-	branch, err := a.writeBranch(r, wr, policy.ActionWriteTable, contents...)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.checkMaintenanceLocks(r, branch, changes); err != nil {
-		return nil, err
-	}
-	ctx := r.Context()
-	opName := "transaction"
-	var (
-		results []*staged
-		rp      *reply
-	)
+	out := &TablesCommitted{Op: "transaction"}
+	var results []*Staged
 	lockKeys := make([]string, len(changes))
 	for i, tc := range changes {
-		lockKeys[i] = tableLockKey(branch, tc.id)
+		lockKeys[i] = tableLockKey(branch, tc.ID)
 	}
-	err = a.retry(ctx, "update", func(int) (bool, error) {
+	err := s.retry(ctx, "update", obs, func(int) (bool, error) {
 		// Held from reading the head to the end of the commit, and
 		// released before a retry's backoff pause.
-		unlock, err := a.tables.Lock(ctx, lockKeys)
+		unlock, err := s.tables.Lock(ctx, lockKeys)
 		if err != nil {
 			return false, err
 		}
 		defer unlock()
-		head, err := a.head(branch)
+		head, err := s.head(branch)
 		if err != nil {
 			return false, err
 		}
 		var written []string
-		discard := func() { a.removeFiles(ctx, written...) }
+		discard := func() { s.removeFiles(ctx, written...) }
 		results = results[:0]
 		var ops []versionstore.Operation
 		for _, tc := range changes {
-			s, err := a.prepare(ctx, wr.wh, head, tc)
+			st, err := s.prepare(ctx, wh, head, tc)
 			if err != nil {
 				discard()
 				return false, err
 			}
-			results = append(results, s)
-			if s.op != nil {
-				written = append(written, s.file.Location)
-				written = append(written, s.lists...)
-				ops = append(ops, *s.op)
+			results = append(results, st)
+			if st.op != nil {
+				written = append(written, st.File.Location)
+				written = append(written, st.lists...)
+				ops = append(ops, *st.op)
 			}
 		}
-		rp = respond(results)
+		var record *versionstore.Record
+		if req.Prepared != nil {
+			record = req.Prepared(results)
+		}
 		if len(ops) == 0 {
 			return false, nil // nothing changed: no file, no commit
 		}
 		desc := describeTransaction(results)
-		opName = desc.op
-		_, err = a.commit(ctx, w, r, branch, head, ops, desc, rp)
+		out.Op = desc.op
+		res, err := s.commit(ctx, branch, head, ops, desc, req.Committer, record, obs)
 		if err == nil {
+			out.Commit, out.Message, out.Rebased, out.Recorded = res, desc.message, desc.rebased, record != nil
 			return false, nil
 		}
 		ce := conflictOf(err)
 		if ce == nil {
-			return false, a.commitNotDone(ctx, err, written...)
+			return false, s.commitNotDone(ctx, err, written...)
 		}
 		discard()
 		if cf := findConflict(ce, versionstore.ConflictNamespaceAbsent, versionstore.ConflictNotANamespace); cf != nil {
 			return false, noSuchNamespace(cf.Key)
 		}
-		return true, commitFailed("Commit failed: the table changed concurrently and the change could not be re-applied %d times: %v", a.retries, ce)
+		return true, commitFailed("Commit failed: the table changed concurrently and the change could not be re-applied %d times: %v", s.retries, ce)
 	})
 	if err != nil {
-		if ae, ok := errors.AsType[*apiError](err); ok && ae.typ == typeCommitFailed {
-			if opName == "transaction" && len(changes) == 1 {
+		if ce, ok := errors.AsType[*Error](err); ok && ce.Kind == CommitFailed {
+			if out.Op == "transaction" && len(changes) == 1 {
 				// Refused before it was described: labelled with the
 				// operation of the snapshot it adds, so a refused overwrite
 				// counts as one, as a rebased overwrite does.
-				opName = addedOperation(changes[0].req.Updates, opName)
+				out.Op = addedOperation(changes[0].Updates, out.Op)
 			}
-			a.metrics.refused.WithLabelValues(opName).Inc()
-			a.metrics.commits.WithLabelValues(opName, outcomeConflict).Inc()
+			obs.Refused(out.Op)
 		}
 		return nil, err
 	}
-	a.countSnapshots(results)
-	return rp, nil
+	out.Staged = results
+	return out, nil
 }
 
-// tableLockKey names a table on a branch in api.tables, which serializes
+// noObserver observes nothing.
+type noObserver struct{}
+
+func (noObserver) Retried(string)         {}
+func (noObserver) Conflicted(string)      {}
+func (noObserver) Committed(string, bool) {}
+func (noObserver) Refused(string)         {}
+
+// tableLockKey names a table on a branch in Service.tables, which serializes
 // table commits per (branch, table) within the process. Without it,
 // concurrent writers to one hot table each validate, write and sync a
 // metadata file before the store refuses all but one; the losers delete
@@ -292,40 +230,40 @@ func (a *api) commitTables(w http.ResponseWriter, r *http.Request, wr *warehouse
 // The lock is an optimization, not what keeps commits correct: the store
 // still refuses a commit whose tables moved under it (a merge, a rename or
 // drop, which take no lock, or another process sharing the store), and
-// commitTables still retries on that. Content keys are unique within a
+// CommitTables still retries on that. Content keys are unique within a
 // branch, whichever warehouse names the branch.
-func tableLockKey(branch string, id identifier) string {
-	return branch + "\x00" + strings.Join(id.key(), "\x1f")
+func tableLockKey(branch string, id Identifier) string {
+	return branch + "\x00" + strings.Join(id.Key(), "\x1f")
 }
 
 // prepare validates one change's requirements against the table at head,
 // applies its updates and writes the resulting metadata file.
-func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash, tc tableChange) (*staged, error) {
-	id, req := tc.id, tc.req
-	s := &staged{id: id}
-	content, err := a.lookup(ctx, head, id.key())
+func (s *Service) prepare(ctx context.Context, wh *icebergtable.Warehouse, head versionstore.Hash, tc TableChange) (*Staged, error) {
+	id, req := tc.ID, tc
+	st := &Staged{ID: id}
+	content, err := s.lookup(ctx, head, id.Key())
 	if err != nil {
 		return nil, err
 	}
 	for _, rq := range req.Requirements {
 		if rq.GetType() == "assert-create" {
-			s.create = true
+			st.create = true
 		}
 	}
 	var base table.Metadata // stays a nil interface for a create
 	switch {
 	case content != nil && content.Type != versionstore.IcebergTable:
-		if s.create {
-			return nil, tableClash(id, content.Type)
+		if st.create {
+			return nil, TableClash(id, content.Type)
 		}
 		return nil, noSuchTable(id)
-	case content == nil && !s.create:
+	case content == nil && !st.create:
 		return nil, noSuchTable(id)
 	case content != nil:
-		if s.base, err = a.readTableMetadata(ctx, content.MetadataLocation); err != nil {
+		if st.base, err = s.readTableMetadata(ctx, content.MetadataLocation); err != nil {
 			return nil, internalError(err)
 		}
-		base = s.base.Metadata
+		base = st.base.Metadata
 	}
 	var (
 		stale    *staleAppend // main moved since the client read it
@@ -333,12 +271,12 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 	)
 	for _, rq := range req.Requirements {
 		if err := rq.Validate(base); err != nil {
-			if s.create && content != nil {
+			if st.create && content != nil {
 				// The spec and Java's AssertTableDoesNotExist: a failed
 				// requirement, so the client may refresh and retry.
 				return nil, commitFailed("Requirement failed: table already exists: %s", id)
 			}
-			if sa, ok := staleMainRef(rq); ok && !s.create && stale == nil {
+			if sa, ok := staleMainRef(rq); ok && !st.create && stale == nil {
 				// Maybe an append the server can rebase (rebase.go), if
 				// every other requirement holds.
 				stale, staleErr = sa, tableRequirementFailed(rq, base, err)
@@ -347,8 +285,8 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 			return nil, tableRequirementFailed(rq, base, err)
 		}
 	}
-	if s.create {
-		if _, err := a.requireNamespace(ctx, head, id.Namespace); err != nil {
+	if st.create {
+		if _, err := s.requireNamespace(ctx, head, id.Namespace); err != nil {
 			return nil, err
 		}
 	}
@@ -363,23 +301,23 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 	switch {
 	case stale != nil:
 		var rerr error
-		if b, s.lists, rerr = a.rebaseAppend(ctx, wh, base, content.MetadataLocation, stale, req.Updates); rerr != nil {
+		if b, st.lists, rerr = s.rebaseAppend(ctx, wh, base, content.MetadataLocation, stale, req.Updates); rerr != nil {
 			if _, ok := errors.AsType[*errRebaseConflict](rerr); ok {
 				// A row-level commit that really conflicts (rebaserows.go):
 				// operators see why it was refused.
-				a.logger.InfoContext(ctx, "stale commit conflicts", "table", id.String(), "reason", rerr)
+				s.logger.InfoContext(ctx, "stale commit conflicts", "table", id.String(), "reason", rerr)
 			} else {
-				a.logger.DebugContext(ctx, "stale commit not rebased", "table", id.String(), "reason", rerr)
+				s.logger.DebugContext(ctx, "stale commit not rebased", "table", id.String(), "reason", rerr)
 			}
 			return nil, staleErr
 		}
 		// The manifest lists the rebase wrote go if anything below fails.
 		defer func() {
-			if s.op == nil {
-				a.removeFiles(ctx, s.lists...)
+			if st.op == nil {
+				s.removeFiles(ctx, st.lists...)
 			}
 		}()
-	case s.create:
+	case st.create:
 		b, err = table.NewMetadataBuilder(initialFormatVersion(req.Updates))
 	default:
 		b, err = table.MetadataBuilderFromBase(base, content.MetadataLocation)
@@ -395,14 +333,14 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 			return nil, updateFailed(id, u, err)
 		}
 	}
-	if !s.create && !b.HasChanges() {
+	if !st.create && !b.HasChanges() {
 		// No file is written: the answer still shows the shared-file
 		// properties the base may lack.
-		s.file = s.base
-		if s.body, err = s.file.ServedJSON(); err != nil {
+		st.File = st.base
+		if st.Body, err = st.File.ServedJSON(); err != nil {
 			return nil, internalError(err)
 		}
-		return s, nil
+		return st, nil
 	}
 	// Every metadata file floe writes carries the shared-file properties,
 	// so a table created before floe set them gets them on its next commit
@@ -414,36 +352,36 @@ func (a *api) prepare(ctx context.Context, wh *warehouse, head versionstore.Hash
 	if err != nil {
 		return nil, illegalArgument("cannot update table %s: %v", id, err)
 	}
-	if s.create && next.Location() == "" {
-		if err := b.SetLoc(wh.defaultLocation(id, next.TableUUID().String())); err != nil {
+	if st.create && next.Location() == "" {
+		if err := b.SetLoc(wh.DefaultTableLocation(id.Namespace, id.Name, next.TableUUID().String())); err != nil {
 			return nil, err
 		}
 		if next, err = b.Build(); err != nil {
 			return nil, illegalArgument("cannot create table %s: %v", id, err)
 		}
 	}
-	if err := validateTableLayouts(base, next); err != nil {
+	if err := ValidateTableLayouts(base, next); err != nil {
 		return nil, err
 	}
-	if s.create || next.Location() != base.Location() {
-		if _, err := wh.requireInside("table location", next.Location()); err != nil {
+	if st.create || next.Location() != base.Location() {
+		if _, err := requireInside(wh, "table location", next.Location()); err != nil {
 			return nil, err
 		}
 	}
-	// s.base is nil for a create, else the file at content.MetadataLocation.
-	if s.file, err = a.writeNextTableMetadata(ctx, wh, next, s.base); err != nil {
+	// st.base is nil for a create, else the file at content.MetadataLocation.
+	if st.File, err = s.writeNextTableMetadata(ctx, wh, next, st.base); err != nil {
 		return nil, err
 	}
-	s.body = s.file.JSON // it holds the shared-file properties
+	st.Body = st.File.JSON // it holds the shared-file properties
 	contentID := ""
 	if content != nil {
 		contentID = content.ID
 	}
-	s.op = &versionstore.Operation{Kind: versionstore.OpPut, Key: id.key(), Content: icebergtable.TableContent(contentID, s.file)}
-	s.added = icebergtable.AddedSnapshots(s.base, s.file)
-	s.desc = describeTableChange(id, base, s.file, s.added)
-	s.desc.rebased = stale != nil
-	return s, nil
+	st.op = &versionstore.Operation{Kind: versionstore.OpPut, Key: id.Key(), Content: icebergtable.TableContent(contentID, st.File)}
+	st.Added = icebergtable.AddedSnapshots(st.base, st.File)
+	st.desc = describeTableChange(id, base, st.File, st.Added)
+	st.desc.rebased = stale != nil
+	return st, nil
 }
 
 // initialFormatVersion is the format version a create-by-commit starts
@@ -474,7 +412,7 @@ func initialFormatVersion(updates table.Updates) int {
 // stale sequence number or first-row-id means the client built its
 // snapshot on an older head: it may retry (409). Anything else is a bad
 // update (400).
-func updateFailed(id identifier, u table.Update, err error) error {
+func updateFailed(id Identifier, u table.Update, err error) error {
 	msg := err.Error()
 	if strings.Contains(msg, "must be > than last sequence number") || errors.Is(err, table.ErrInvalidRowLineage) {
 		return commitFailed("Validation failed, please retry: cannot apply %s to %s: %v", u.Action(), id, err)
@@ -486,12 +424,16 @@ func updateFailed(id identifier, u table.Update, err error) error {
 // anything else a client sends is recorded as "update".
 var snapshotOperations = map[string]bool{"append": true, "overwrite": true, "replace": true, "delete": true}
 
+// RecordedOperation reports whether op, a snapshot summary's operation,
+// is one commits record as is (anything else is recorded as "update").
+func RecordedOperation(op string) bool { return snapshotOperations[op] }
+
 // describeTableChange records what a commit did to one table: the
 // operation of the snapshot it added (added: the snapshots next has and
 // base has not), if any, every change it carries in order (PropChanges: a
 // transaction that evolves the schema and appends is both), and the table
 // refs it moved.
-func describeTableChange(id identifier, base table.Metadata, next *icebergtable.MetadataFile, addedSnapshots []table.Snapshot) commitDescription {
+func describeTableChange(id Identifier, base table.Metadata, next *icebergtable.MetadataFile, addedSnapshots []table.Snapshot) commitDescription {
 	desc := commitDescription{op: "update", props: map[string]string{icebergtable.PropTable: id.String(), icebergtable.PropMetadataLocation: next.Location}}
 	if base == nil {
 		desc.op = "create"
@@ -597,8 +539,8 @@ func sameStatistics(a, b icebergtable.MetadataView) bool {
 
 // describeTransaction records a commit of one or more tables: a single
 // table's change as is, several as one "transaction" naming each.
-func describeTransaction(results []*staged) commitDescription {
-	var changed []*staged
+func describeTransaction(results []*Staged) commitDescription {
+	var changed []*Staged
 	for _, s := range results {
 		if s.op != nil {
 			changed = append(changed, s)
@@ -611,8 +553,8 @@ func describeTransaction(results []*staged) commitDescription {
 	opsByTable := make([]string, 0, len(changed))
 	rebased := false
 	for _, s := range changed {
-		names = append(names, s.id.String())
-		opsByTable = append(opsByTable, s.id.String()+"="+s.desc.op)
+		names = append(names, s.ID.String())
+		opsByTable = append(opsByTable, s.ID.String()+"="+s.desc.op)
 		rebased = rebased || s.desc.rebased
 	}
 	props := map[string]string{
@@ -621,7 +563,7 @@ func describeTransaction(results []*staged) commitDescription {
 	}
 	for _, s := range changed {
 		if c := s.desc.props[icebergtable.PropChanges]; c != "" {
-			props[icebergtable.PropChanges+"."+s.id.String()] = c
+			props[icebergtable.PropChanges+"."+s.ID.String()] = c
 		}
 	}
 	return commitDescription{

@@ -1,4 +1,4 @@
-package icebergrest
+package catalog
 
 import (
 	"encoding/json"
@@ -20,26 +20,27 @@ import (
 // table; the catalog is where bad input is stopped. Every check runs before
 // anything is written.
 
-// validateCreateTable checks a createTable request: its location and schema.
-// Its partition spec and sort order are checked on the metadata built from
-// them (validateTableLayouts), where source ids are bound to the schema.
-func validateCreateTable(req *createTableRequest) error {
-	if err := validateLocationSyntax("table location", req.Location, true); err != nil {
+// ValidateCreateTable checks what a table is created with: its location,
+// its metadata path property and its schema (nil: none). Its partition
+// spec and sort order are checked on the metadata built from them
+// (ValidateTableLayouts), where source ids are bound to the schema.
+func ValidateCreateTable(location, metadataPath string, schema *iceberg.Schema) error {
+	if err := validateLocationSyntax("table location", location, true); err != nil {
 		return err
 	}
-	if err := validateLocationSyntax(icebergtable.PropMetadataPath, req.Properties[icebergtable.PropMetadataPath], true); err != nil {
+	if err := validateLocationSyntax(icebergtable.PropMetadataPath, metadataPath, true); err != nil {
 		return err
 	}
-	if req.Schema != nil {
-		if err := validateSchema(req.Schema); err != nil {
+	if schema != nil {
+		if err := validateSchema(schema); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// validateCreateView checks a createView request's location and schema.
-func validateCreateView(location string, schema *iceberg.Schema) error {
+// ValidateCreateView checks a new view's location and schema.
+func ValidateCreateView(location string, schema *iceberg.Schema) error {
 	if err := validateLocationSyntax("view location", location, true); err != nil {
 		return err
 	}
@@ -49,10 +50,10 @@ func validateCreateView(location string, schema *iceberg.Schema) error {
 	return validateSchema(schema)
 }
 
-// updateFields are the parts of a table or view update validated here; an
+// UpdateFields are the parts of a table or view update validated here; an
 // update is read back from its JSON form since iceberg-go keeps the update
 // types private.
-type updateFields struct {
+type UpdateFields struct {
 	Action     string            `json:"action"`
 	Schema     *iceberg.Schema   `json:"schema"`
 	Location   string            `json:"location"`
@@ -74,17 +75,18 @@ type updateFields struct {
 	RefName string `json:"ref-name"`
 }
 
-// snapshotOperation is the summary operation of add-snapshot's snapshot;
+// SnapshotOperation is the summary operation of add-snapshot's snapshot;
 // "" for other updates, or a snapshot without one.
-func (f updateFields) snapshotOperation() string {
+func (f UpdateFields) SnapshotOperation() string {
 	if f.Snapshot == nil || f.Snapshot.Summary == nil {
 		return ""
 	}
 	return f.Snapshot.Summary.Operation
 }
 
-func decodeUpdate(u any) (updateFields, error) {
-	var f updateFields
+// DecodeUpdate reads the checked fields of a table or view update.
+func DecodeUpdate(u any) (UpdateFields, error) {
+	var f UpdateFields
 	raw, err := json.Marshal(u)
 	if err == nil {
 		err = json.Unmarshal(raw, &f)
@@ -97,8 +99,8 @@ func decodeUpdate(u any) (updateFields, error) {
 
 // validateTableUpdates checks the schemas and locations of an updateTable
 // request; new specs and sort orders are checked on the result
-// (validateTableLayouts).
-func validateTableUpdates(req *commitTableRequest) error {
+// (ValidateTableLayouts).
+func validateTableUpdates(req *TableChange) error {
 	for i, u := range req.Updates {
 		switch u.Action() {
 		case table.UpdateAddSchema, table.UpdateSetLocation, table.UpdateSetProperties:
@@ -116,11 +118,11 @@ func validateTableUpdates(req *commitTableRequest) error {
 	return nil
 }
 
-// validateViewUpdates checks the schemas and locations of a replaceView
-// request.
-func validateViewUpdates(updates view.Updates) error {
+// ValidateViewUpdates checks the schemas and locations of a view's
+// updates.
+func ValidateViewUpdates(updates view.Updates) error {
 	for _, u := range updates {
-		f, err := decodeUpdate(u)
+		f, err := DecodeUpdate(u)
 		if err != nil {
 			return err
 		}
@@ -131,7 +133,7 @@ func validateViewUpdates(updates view.Updates) error {
 	return nil
 }
 
-func validateUpdateFields(f updateFields, what string) error {
+func validateUpdateFields(f UpdateFields, what string) error {
 	switch f.Action {
 	case "add-schema":
 		if f.Schema == nil {
@@ -157,10 +159,10 @@ func validateUpdateFields(f updateFields, what string) error {
 	return nil
 }
 
-// validateTableLayouts checks the partition specs and sort orders that next
+// ValidateTableLayouts checks the partition specs and sort orders that next
 // has and base (nil for a new table) has not, against next's current
 // schema, as Java checks a spec or order when it is added.
-func validateTableLayouts(base, next table.Metadata) error {
+func ValidateTableLayouts(base, next table.Metadata) error {
 	// Read in place (ViewOf): the accessors copy every spec, order and
 	// the schema.
 	nextView := icebergtable.ViewOf(next)
