@@ -28,7 +28,12 @@ import (
 //   - each is the event the recovered store derives at that id (so no
 //     event was shown for a move that was lost);
 //   - every commit a writer was told succeeded is in it, once, as a commit
-//     or merge event on its branch.
+//     or merge event on its branch;
+//   - every event written beside the history with a record (as the merge
+//     queue writes a request's change of state) that a writer was told
+//     succeeded is in it once, and every such event in it has its record
+//     in the recovered store: no state without its event, no event
+//     without its state.
 //
 // The child is this test binary re-executed with crashChildEnv set.
 func TestCrashResume(t *testing.T) {
@@ -41,6 +46,7 @@ func TestCrashResume(t *testing.T) {
 	cursor := changefeed.Start
 	var seen []seenEvent
 	acked := map[string]string{} // commit -> branch
+	ackedEvents := map[string]bool{} // record keys of acknowledged events
 	const cycles = 5
 	for cycle := range cycles {
 		lines := runCrashChild(t, dir, cursor, cycle, time.Duration(300+rng.IntN(900))*time.Millisecond)
@@ -49,12 +55,14 @@ func TestCrashResume(t *testing.T) {
 			switch {
 			case f[0] == "ACK" && len(f) == 3:
 				acked[f[1]] = f[2]
+			case f[0] == "ACKEV" && len(f) == 2:
+				ackedEvents[f[1]] = true
 			case f[0] == "SEEN" && len(f) == 5:
 				id, err := changefeed.ParseCursor(f[1])
 				if err != nil {
 					t.Fatal(err)
 				}
-				seen = append(seen, seenEvent{id: id, typ: f[2], ref: f[3], commit: f[4]})
+				seen = append(seen, seenEvent{id: id, typ: f[2], ref: strings.TrimPrefix(f[3], "-"), commit: strings.TrimPrefix(f[4], "-")})
 				cursor = id
 			case f[0] == "NEXT" && len(f) == 2:
 				next, err := changefeed.ParseCursor(f[1])
@@ -97,7 +105,27 @@ func TestCrashResume(t *testing.T) {
 			t.Errorf("acknowledged commit %s on %s: %d events", h, b, n)
 		}
 	}
-	t.Logf("%d acknowledged commits, %d events, all seen once", len(acked), len(full))
+	requests := map[string]int{}
+	for _, ev := range full {
+		if ev.Type != changefeed.QueueChanged {
+			continue
+		}
+		requests[ev.Queue.Request]++
+		if _, err := s.GetRecord(t.Context(), ev.Queue.Request); err != nil {
+			t.Errorf("event %s reports request %s, whose record is not in the store: %v", ev.ID, ev.Queue.Request, err)
+		}
+	}
+	for k := range ackedEvents {
+		if requests[k] != 1 {
+			t.Errorf("acknowledged event of %s: %d in the feed", k, requests[k])
+		}
+	}
+	for k, n := range requests {
+		if n != 1 {
+			t.Errorf("request %s: %d events", k, n)
+		}
+	}
+	t.Logf("%d acknowledged commits, %d acknowledged events beside them, %d events, all seen once", len(acked), len(ackedEvents), len(full))
 }
 
 type seenEvent struct {
@@ -158,7 +186,7 @@ func TestCrashChild(t *testing.T) {
 				return
 			}
 			for _, ev := range page.Events {
-				print("SEEN %s %s %s %s", ev.ID, ev.Type, ev.Ref, ev.Commit)
+				print("SEEN %s %s %s %s", ev.ID, ev.Type, orDash(ev.Ref), orDash(ev.Commit))
 			}
 			print("NEXT %s", page.Next)
 			cursor = page.Next
@@ -185,6 +213,23 @@ func TestCrashChild(t *testing.T) {
 					res, err := s.Merge(ctx, versionstore.MergeRequest{Target: b, ExpectedTarget: r.Head, From: sr.Head, Committer: "crash"})
 					if err == nil && res.WasApplied {
 						print("ACK %s %s", res.ResultantHash, b)
+					}
+					continue
+				}
+				if rng.IntN(8) == 1 {
+					// An event beside the history, with the record of the
+					// state it reports, as the merge queue writes them.
+					rk := fmt.Sprintf("crash/c%s_w%d_%d", cycle, w, i)
+					ev, err := changefeed.QueueEvent(b, "crash", changefeed.QueueChange{Request: rk, To: "queued"})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if _, err := s.AppendEvent(ctx, ev, versionstore.Record{Key: rk, Value: []byte("queued"),
+						If: &versionstore.RecordCondition{Exists: false}}); err == nil {
+						print("ACKEV %s", rk)
+					} else {
+						fmt.Fprintln(os.Stderr, "event:", err)
 					}
 					continue
 				}
