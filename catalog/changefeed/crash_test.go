@@ -45,7 +45,7 @@ func TestCrashResume(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	cursor := changefeed.Start
 	var seen []seenEvent
-	acked := map[string]string{} // commit -> branch
+	acked := map[string]string{}     // commit -> branch
 	ackedEvents := map[string]bool{} // record keys of acknowledged events
 	const cycles = 5
 	for cycle := range cycles {
