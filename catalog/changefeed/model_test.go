@@ -19,7 +19,10 @@ import (
 // to metadata location per branch. The model must end equal to every
 // branch's tree, hold no deleted branch, and have seen every commit the
 // history made exactly once as a commit, merge or transplant event on the
-// branch it was made on.
+// branch it was made on, and every event appended beside the history (as
+// the merge queue, the garbage collector and the policy wiring append
+// them, alone, with a record, or riding on a branch's move) once, in the
+// order they were written.
 func TestReplayRebuildsEveryBranch(t *testing.T) {
 	t.Parallel()
 	for seed := range uint64(6) {
@@ -35,6 +38,7 @@ func replayModel(t *testing.T, seed uint64) {
 	branches := []string{"main"}
 	tags := []string{}
 	var commits []versionstore.Hash
+	var appended []string // ids of events appended beside the history, in order
 
 	headOf := func(ref string) versionstore.Hash {
 		r, err := s.GetRef(ref)
@@ -122,14 +126,47 @@ func replayModel(t *testing.T, seed uint64) {
 			if op == 16 && len(tags) > 0 {
 				name = tags[rng.IntN(len(tags))]
 			}
-			if _, err := s.AssignRef(ctx, versionstore.AssignRefRequest{Name: name, Expected: headOf(name), Target: to, Principal: "model"}); err != nil {
+			assign := versionstore.AssignRefRequest{Name: name, Expected: headOf(name), Target: to, Principal: "model"}
+			id := fmt.Sprint("a", step)
+			if name == b && step%2 == 0 { // no draw from rng: the histories stay those of the seeds
+				// A landing's events ride on the move.
+				ev, err := changefeed.QueueEvent(b, "model", changefeed.QueueChange{Request: id, From: "validating", To: "merged"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				assign.Events = []versionstore.LogEvent{ev}
+			}
+			if _, err := s.AssignRef(ctx, assign); err != nil {
 				t.Fatal(err)
+			}
+			if len(assign.Events) > 0 {
+				appended = append(appended, id)
 			}
 		case op < 18 && b != "main": // a deletion
 			if err := s.DeleteRef(ctx, versionstore.DeleteRefRequest{Name: b, Expected: headOf(b), Principal: "model"}); err != nil {
 				t.Fatal(err)
 			}
 			branches = slices.DeleteFunc(branches, func(x string) bool { return x == b })
+		case op == 18: // a request's change of state, with its record
+			id := fmt.Sprint("q", step)
+			ev, err := changefeed.QueueEvent(b, "model", changefeed.QueueChange{Request: id, To: "queued"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.AppendEvent(ctx, ev, versionstore.Record{Key: "model/" + id, Value: []byte("queued"), If: &versionstore.RecordCondition{}}); err != nil {
+				t.Fatal(err)
+			}
+			appended = append(appended, id)
+		case op == 19: // a GC run, on no reference
+			id := fmt.Sprint("g", step)
+			ev, err := changefeed.GCEvent("model", changefeed.GCRun{ID: id, Outcome: "ok"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.AppendEvent(ctx, ev); err != nil {
+				t.Fatal(err)
+			}
+			appended = append(appended, id)
 		}
 	}
 
@@ -161,6 +198,7 @@ func replayModel(t *testing.T, seed uint64) {
 	state := map[string]map[string]string{} // branch -> key -> metadata location
 	at := map[string]map[string]string{versionstore.NoAncestor.String(): {}}
 	seen := map[string]int{}
+	var beside []string // the appended events' ids as the feed shows them
 	for _, ev := range events {
 		if ev.RefType == "TAG" {
 			continue
@@ -179,6 +217,10 @@ func replayModel(t *testing.T, seed uint64) {
 				seen[ev.Commit]++
 			}
 		case changefeed.BranchMoved:
+		case changefeed.QueueChanged:
+			beside = append(beside, ev.Queue.Request)
+		case changefeed.GCCompleted:
+			beside = append(beside, ev.GC.ID)
 		default:
 			c := ev.Content
 			key := fmt.Sprint(c.Key)
@@ -208,6 +250,9 @@ func replayModel(t *testing.T, seed uint64) {
 			t.Errorf("commit %s made on %s: seen %d times on it", h, b, n)
 		}
 	}
+	if !slices.Equal(beside, appended) {
+		t.Fatalf("events beside the history: the feed shows %v, %v were appended", beside, appended)
+	}
 	if got, want := slices.Sorted(maps.Keys(state)), slices.Sorted(slices.Values(branches)); !slices.Equal(got, want) {
 		t.Fatalf("branches replayed %v, store has %v", got, want)
 	}
@@ -228,7 +273,7 @@ func replayModel(t *testing.T, seed uint64) {
 			t.Errorf("branch %s replayed %v; its tree holds %v", b, state[b], want)
 		}
 	}
-	t.Logf("%d events replayed, %d commits, %d branches", len(events), len(made), len(branches))
+	t.Logf("%d events replayed, %d commits, %d branches, %d events beside them", len(events), len(made), len(branches), len(appended))
 }
 
 func mustHash(t *testing.T, s string) versionstore.Hash {
