@@ -2,7 +2,11 @@
 # needs Python 3 with pip, Node.js with npm, and Java 17 with Maven for the
 # client conformance suites (Trino's also a Java 24+, e.g. Temurin 25, which
 # conformance/trino/run.sh finds under /usr/lib/jvm); their downloads are cached under git-ignored
-# folders (.cache/, node_modules/), besides Go's, npm's own caches.
+# folders (.cache/, node_modules/), besides Go's, npm's own caches. The S3
+# suites' MinIO (vended credentials need a server that enforces STS session
+# policies) is built from its Go module by conformance/s3/run.sh the first
+# time, into .cache/ (conformance/s3/minio.sh: about 1.2 GB of modules, 7
+# to 28 minutes on two cores); the Spark and Trino suites reuse it.
 # The console's browser test installs Debian's chromium when missing.
 
 SHELL       := bash
