@@ -74,7 +74,8 @@ floe_minio_install "s3 conformance"
 floe_minio_start "s3 conformance" "$tmp"
 "$go" test -count=1 -v -run 'S3VendedCredentials|VendAgainstMinIO' ./rest/icebergrest/ ./conformance/icebergo/ ./catalog/s3vend/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)'
 
-# PyIceberg through the same signer: its own venv (see
+# PyIceberg through the same signer (test_pyiceberg_signing.py) and
+# through vended credentials on MinIO (test_pyiceberg_vended.py): its own venv (see
 # requirements-pyiceberg-signing.txt), the floe binary `make test` built.
 moto_venv="$venv"
 floe_venv "s3 conformance" venv-pyiceberg-signing "$here/requirements-pyiceberg-signing.txt"
