@@ -25,6 +25,7 @@ func (q *Queue) land(ctx context.Context, target string, head versionstore.Hash,
 	defer q.mu.Unlock()
 	recs := make([]versionstore.Record, 0, len(members))
 	nexts := make([]*Request, 0, len(members))
+	events := make([]versionstore.LogEvent, 0, len(members))
 	for _, m := range members {
 		e := q.reqs[m.id]
 		if e == nil || e.req.State != StateValidating {
@@ -45,9 +46,15 @@ func (q *Queue) land(ctx context.Context, target string, head versionstore.Hash,
 		recs = append(recs, versionstore.Record{Key: recordKey(m.id), Value: encodeRequest(next),
 			If: &versionstore.RecordCondition{Exists: true, Value: e.raw}})
 		nexts = append(nexts, next)
+		// The change feed's queue.changed, in the same write (states.go).
+		ev, _, err := stateEvent(e.req, next)
+		if err != nil {
+			return err
+		}
+		events = append(events, ev)
 	}
 	assign := versionstore.AssignRefRequest{Name: target, Type: versionstore.Branch, Expected: head, Target: final,
-		Principal: q.principal, Records: recs}
+		Principal: q.principal, Records: recs, Events: events}
 	write := func() error {
 		if q.beforeLand != nil {
 			q.beforeLand(target)
