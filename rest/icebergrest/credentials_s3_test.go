@@ -423,6 +423,42 @@ func TestS3VendedCredentials(t *testing.T) {
 		}
 	})
 
+	t.Run("registerTable answers with credentials for the registered table", func(t *testing.T) {
+		l := l.with(t)
+		status, body, _ := l.call("alice", http.MethodGet, "/v1/"+url.PathEscape(branch)+"/namespaces/ns/tables/t2", nil)
+		var loaded struct {
+			MetadataLocation string `json:"metadata-location"`
+		}
+		if err := json.Unmarshal(body, &loaded); status != 200 || err != nil {
+			t.Fatalf("load t2: %d %v %s", status, err, body)
+		}
+		status, body, _ = l.call("alice", http.MethodPost, "/v1/"+url.PathEscape(branch)+"/namespaces/ns/register",
+			map[string]any{"name": "t3", "metadata-location": loaded.MetadataLocation}, "X-Iceberg-Access-Delegation", "vended-credentials")
+		var res struct {
+			Config map[string]string `json:"config"`
+			Creds  []struct {
+				Prefix string            `json:"prefix"`
+				Config map[string]string `json:"config"`
+			} `json:"storage-credentials"`
+		}
+		if err := json.Unmarshal(body, &res); status != 200 || err != nil {
+			t.Fatalf("register: %d %v %s", status, err, body)
+		}
+		if len(res.Creds) != 1 || res.Creds[0].Prefix != t2 || res.Config["client.refresh-credentials-endpoint"] != "v1/lake@users%2Falice%2Fdev/namespaces/ns/tables/t3/credentials" {
+			t.Fatalf("register answer: config %v, credentials %+v", res.Config, res.Creds)
+		}
+		c := res.Creds[0].Config
+		keys := aws.Credentials{AccessKeyID: c["s3.access-key-id"], SecretAccessKey: c["s3.secret-access-key"], SessionToken: c["s3.session-token"]}
+		// t3 shares t2's location: its credentials write there, and
+		// nowhere else.
+		if s, out := s3With(t, keys, http.MethodPut, l.uriOf(t2+"/data/t3.parquet"), payload); s != 200 {
+			t.Fatalf("t3's credentials put into its location: %d %s", s, out)
+		}
+		if s, _ := s3With(t, keys, http.MethodPut, l.uriOf(t1+"/data/t3.parquet"), payload); s != http.StatusForbidden {
+			t.Fatalf("t3's credentials put into t1: %d", s)
+		}
+	})
+
 	t.Run("no delegation asked, nothing vended", func(t *testing.T) {
 		l := l.with(t)
 		status, body, _ := l.call("alice", http.MethodGet, "/v1/"+url.PathEscape(branch)+"/namespaces/ns/tables/t1", nil)
