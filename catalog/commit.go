@@ -141,7 +141,7 @@ func (s *Service) CommitTables(ctx context.Context, req TablesCommit) (*TablesCo
 	for i, tc := range changes {
 		lockKeys[i] = tableLockKey(branch, tc.ID)
 	}
-	err := s.retry(ctx, "update", obs, func(int) (bool, error) {
+	err := s.Retry(ctx, "update", obs, func(int) (bool, error) {
 		// Held from reading the head to the end of the commit, and
 		// released before a retry's backoff pause.
 		unlock, err := s.tables.Lock(ctx, lockKeys)
@@ -184,12 +184,12 @@ func (s *Service) CommitTables(ctx context.Context, req TablesCommit) (*TablesCo
 			out.Commit, out.Message, out.Rebased, out.Recorded = res, desc.message, desc.rebased, record != nil
 			return false, nil
 		}
-		ce := conflictOf(err)
+		ce := ConflictOf(err)
 		if ce == nil {
 			return false, s.commitNotDone(ctx, err, written...)
 		}
 		discard()
-		if cf := findConflict(ce, versionstore.ConflictNamespaceAbsent, versionstore.ConflictNotANamespace); cf != nil {
+		if cf := FindConflict(ce, versionstore.ConflictNamespaceAbsent, versionstore.ConflictNotANamespace); cf != nil {
 			return false, noSuchNamespace(cf.Key)
 		}
 		return true, commitFailed("Commit failed: the table changed concurrently and the change could not be re-applied %d times: %v", s.retries, ce)

@@ -50,14 +50,14 @@ func (s *Service) commit(ctx context.Context, branch string, expected versionsto
 	return res, nil
 }
 
-// conflictOf returns the store's conflict error, if err is one.
-func conflictOf(err error) *versionstore.ConflictError {
+// ConflictOf returns the store's conflict error, if err is one.
+func ConflictOf(err error) *versionstore.ConflictError {
 	ce, _ := errors.AsType[*versionstore.ConflictError](err)
 	return ce
 }
 
-// findConflict returns the first conflict of one of the given types.
-func findConflict(ce *versionstore.ConflictError, types ...versionstore.ConflictType) *versionstore.Conflict {
+// FindConflict returns the first conflict of one of the given types.
+func FindConflict(ce *versionstore.ConflictError, types ...versionstore.ConflictType) *versionstore.Conflict {
 	if ce == nil {
 		return nil
 	}
@@ -71,12 +71,18 @@ func findConflict(ce *versionstore.ConflictError, types ...versionstore.Conflict
 	return nil
 }
 
-// retry runs attempt until it reports done, up to s.retries extra times,
-// pausing with exponential backoff between attempts. attempt returns
-// retry=true when another writer changed what it read; after the last
-// attempt that error is returned as is.
-func (s *Service) retry(ctx context.Context, op string, obs CommitObserver, attempt func(n int) (retry bool, err error)) error {
+// Retry runs attempt until it reports done, up to the configured retries
+// (Config.CommitRetries) more times, pausing with exponential backoff and
+// jitter between attempts, and tells obs (nil: nobody) of each retry.
+// attempt returns retry=true when another writer changed what it read;
+// after the last attempt that error is returned as is. Every catalog
+// commit an API makes retries so, its table commits (CommitTables) and
+// the others (namespaces, views, renames, drops).
+func (s *Service) Retry(ctx context.Context, op string, obs CommitObserver, attempt func(n int) (retry bool, err error)) error {
 	// Jitter spreads writers that collided so they do not collide again.
+	if obs == nil {
+		obs = noObserver{}
+	}
 	pause := backoff.Policy{Base: s.backoff, Max: 32 * s.backoff}
 	for n := 0; ; n++ {
 		again, err := attempt(n)
@@ -135,6 +141,9 @@ func (s *Service) commitNotDone(ctx context.Context, err error, written ...strin
 	}
 	return &Error{Kind: CommitStateUnknown, Msg: "the catalog commit may or may not have happened: " + err.Error(), Cause: err}
 }
+
+// Retries is how many times a commit is retried at most.
+func (s *Service) Retries() int { return s.retries }
 
 // DefiniteStoreFailure reports store errors that prove nothing was
 // committed. Storage that could not take the write (a full disk, a

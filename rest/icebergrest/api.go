@@ -24,11 +24,6 @@ import (
 
 // Defaults for zero Deps fields.
 const (
-	// DefaultCommitRetries is how many times a namespace, view, rename or
-	// drop commit is re-applied on a newer head after another writer
-	// changed the same entity between read and commit (table commits are
-	// the catalog's: catalog.DefaultCommitRetries).
-	DefaultCommitRetries = catalog.DefaultCommitRetries
 	// DefaultPrincipal is the committer recorded for every request when
 	// Deps.Principal is nil (an embedding that names no callers).
 	DefaultPrincipal = "anonymous"
@@ -79,14 +74,6 @@ type Deps struct {
 	// DefaultWarehouse is used when a client names none; "" means the
 	// first of Warehouses.
 	DefaultWarehouse string
-	// CommitRetries bounds server-side retries of one commit; 0 means
-	// DefaultCommitRetries, negative means none. Table commits are the
-	// catalog's (catalog.Config.CommitRetries); the root gives it these
-	// unless it sets its own.
-	CommitRetries int
-	// RetryBackoff is the first pause between server-side retries, doubled
-	// each time up to 32 times as long; 0 means 5ms.
-	RetryBackoff time.Duration
 	// Principal names the caller of a request for commit records; nil
 	// means DefaultPrincipal for everyone.
 	Principal func(*http.Request) string
@@ -139,8 +126,6 @@ type api struct {
 	// cache holds the table metadata files of all warehouses (the
 	// catalog's); nil when turned off.
 	cache     *icebergtable.MetadataCache
-	retries   int
-	backoff   time.Duration
 	principal func(*http.Request) string
 	// ik handles Idempotency-Key; nil when keys are turned off.
 	ik  *idempotency
@@ -200,8 +185,6 @@ func newAPI(deps Deps) (*api, error) {
 		catalog:    deps.Catalog,
 		logger:     deps.Logger,
 		warehouses: map[string]*warehouse{},
-		retries:    deps.CommitRetries,
-		backoff:    deps.RetryBackoff,
 		principal:  deps.Principal,
 		now:        deps.Now,
 		guard:      deps.Guard,
@@ -228,14 +211,6 @@ func newAPI(deps Deps) (*api, error) {
 		a.logger = slog.New(slog.DiscardHandler)
 	}
 	a.logger = a.logger.With("api", "iceberg-rest")
-	if a.retries == 0 {
-		a.retries = DefaultCommitRetries
-	} else if a.retries < 0 {
-		a.retries = 0
-	}
-	if a.backoff <= 0 {
-		a.backoff = 5 * time.Millisecond
-	}
 	if a.principal == nil {
 		a.principal = func(*http.Request) string { return DefaultPrincipal }
 	}

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/catalog/icebergtable"
-	"github.com/floe-catalog/floe/internal/backoff"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -71,41 +71,15 @@ func (a *api) commit(ctx context.Context, w http.ResponseWriter, r *http.Request
 }
 
 // conflictOf returns the store's conflict error, if err is one.
-func conflictOf(err error) *versionstore.ConflictError {
-	ce, _ := errors.AsType[*versionstore.ConflictError](err)
-	return ce
-}
+func conflictOf(err error) *versionstore.ConflictError { return catalog.ConflictOf(err) }
 
 // findConflict returns the first conflict of one of the given types.
 func findConflict(ce *versionstore.ConflictError, types ...versionstore.ConflictType) *versionstore.Conflict {
-	if ce == nil {
-		return nil
-	}
-	for i := range ce.Conflicts {
-		for _, t := range types {
-			if ce.Conflicts[i].Type == t {
-				return &ce.Conflicts[i]
-			}
-		}
-	}
-	return nil
+	return catalog.FindConflict(ce, types...)
 }
 
-// retry runs attempt until it reports done, up to a.retries extra times,
-// pausing with exponential backoff between attempts. attempt returns
-// retry=true when another writer changed what it read; after the last
-// attempt that error is returned as is.
+// retry runs attempt until it reports done, retrying as the catalog's
+// commits do (catalog.Service.Retry), counted in the facade's metrics.
 func (a *api) retry(ctx context.Context, op string, attempt func(n int) (retry bool, err error)) error {
-	// Jitter spreads writers that collided so they do not collide again.
-	pause := backoff.Policy{Base: a.backoff, Max: 32 * a.backoff}
-	for n := 0; ; n++ {
-		again, err := attempt(n)
-		if !again || n >= a.retries {
-			return err
-		}
-		a.metrics.retries.WithLabelValues(op).Inc()
-		if err := pause.Wait(ctx, n+1); err != nil {
-			return err
-		}
-	}
+	return a.catalog.Retry(ctx, op, commitMetrics{a.metrics}, attempt)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/catalog/icebergtable"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
@@ -213,7 +214,7 @@ func (a *api) createFailed(ctx context.Context, id identifier, k entityKind, fil
 // files written for the commit are deleted; otherwise the outcome is
 // unknown, the files may be referenced now and are kept.
 func (a *api) commitNotDone(ctx context.Context, err error, written ...string) error {
-	if definiteStoreFailure(err) {
+	if catalog.DefiniteStoreFailure(err) {
 		a.removeFiles(ctx, written...)
 		return err
 	}

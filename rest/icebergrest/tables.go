@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -145,24 +144,6 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 	}
 	return a.commitCreate(ctx, w, r, branch, head, id, tableKind, file.Location, icebergtable.TableContent("", file),
 		loadTableReply(access, file.Location, file.JSON).withETag(etag(file.Location, "all")))
-}
-
-// definiteStoreFailure reports store errors that prove nothing was
-// committed. Storage that could not take the write (a full disk, a
-// database down) is one, unless the store says the outcome is unknown: the
-// client then gets a 503 to retry, not a 500 it must read as "commit state
-// unknown".
-func definiteStoreFailure(err error) bool {
-	if errors.Is(err, versionstore.ErrUnavailable) {
-		return !errors.Is(err, versionstore.ErrOutcomeUnknown)
-	}
-	for _, e := range []error{versionstore.ErrInvalid, versionstore.ErrNotABranch, versionstore.ErrReferenceNotFound,
-		versionstore.ErrClosed, versionstore.ErrForbidden, versionstore.ErrReferenceConflict} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
 }
 
 // commitStateUnknown is the 500 for a commit whose outcome the store could

@@ -500,15 +500,9 @@ func principalID(r *http.Request) string {
 }
 
 // catalogConfig is cfg.Catalog with the warehouses the Iceberg facade
-// serves, and its commit retries unless the catalog sets its own.
+// serves.
 func catalogConfig(cfg Config) catalog.Config {
 	c := cfg.Catalog
-	if c.CommitRetries == 0 {
-		c.CommitRetries = cfg.Iceberg.CommitRetries
-	}
-	if c.RetryBackoff == 0 {
-		c.RetryBackoff = cfg.Iceberg.RetryBackoff
-	}
 	c.Warehouses = make([]catalog.Warehouse, 0, len(cfg.Iceberg.Warehouses))
 	for _, w := range cfg.Iceberg.Warehouses {
 		c.Warehouses = append(c.Warehouses, catalog.Warehouse{
