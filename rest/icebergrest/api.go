@@ -19,6 +19,7 @@ import (
 	"github.com/floe-catalog/floe/catalog/icebergtable"
 	"github.com/floe-catalog/floe/housekeeping/maintenance"
 	"github.com/floe-catalog/floe/rest/authz"
+	"github.com/floe-catalog/floe/rest/httpapi"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -90,7 +91,7 @@ type Deps struct {
 	// refuses the request through onError, which answers 401 in the
 	// Iceberg error model. nil serves everybody without asking who
 	// they are.
-	Authenticate func(onError func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler
+	Authenticate httpapi.Authenticate
 	// Guard asks the policy engine about every read and write; nil allows
 	// everything.
 	Guard *authz.Guard
@@ -130,8 +131,9 @@ type api struct {
 	// ik handles Idempotency-Key; nil when keys are turned off.
 	ik  *idempotency
 	now func() time.Time
-	// authenticate wraps each route; guard authorizes (authz.go).
-	authenticate func(http.Handler) http.Handler
+	// authenticate wraps each route (routes.go); guard authorizes
+	// (authz.go).
+	authenticate httpapi.Authenticate
 	guard        *authz.Guard
 	// maint checks the maintenance lock and counts snapshots.
 	maint *maintenanceHooks
@@ -194,10 +196,7 @@ func newAPI(deps Deps) (*api, error) {
 		tp = noop.NewTracerProvider()
 	}
 	a.tracer = tp.Tracer("github.com/floe-catalog/floe/rest/icebergrest")
-	a.authenticate = func(h http.Handler) http.Handler { return h }
-	if deps.Authenticate != nil {
-		a.authenticate = deps.Authenticate(a.unauthenticated)
-	}
+	a.authenticate = deps.Authenticate
 	if a.now == nil {
 		a.now = time.Now
 	}
@@ -251,19 +250,8 @@ func newAPI(deps Deps) (*api, error) {
 	return a, nil
 }
 
-// handlerFunc is a route handler; a returned error becomes the error
-// response.
-type handlerFunc func(w http.ResponseWriter, r *http.Request) error
-
-func (a *api) handle(h handlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
-			a.fail(w, r, err)
-		}
-	}
-}
-
-// fail logs err and answers with it.
+// fail logs err and answers with it: the facade's error encoder, in the
+// Iceberg ErrorModel (routes.go registers it with every route).
 func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 	ae := classify(err)
 	if ae.status >= 500 {

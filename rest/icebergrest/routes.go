@@ -4,15 +4,17 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/gorilla/mux"
+
+	"github.com/floe-catalog/floe/rest/httpapi"
 )
 
-// route is one endpoint: its method, its template as the spec writes it
-// (and as /v1/config advertises it), its handler, and whether it honours
-// Idempotency-Key.
+// route is one endpoint as the spec lists it: its method, its template as
+// the spec writes it (and as /v1/config advertises it), its handler, and
+// whether it honours Idempotency-Key. routes registers each as an
+// httpapi.Route.
 type route struct {
 	method   string
 	template string
@@ -73,44 +75,27 @@ func Endpoints() []string {
 	return out
 }
 
-// hotRoutes are the endpoints engines call most, registered before the
-// others: mux tries routes one after the other, each a regular-expression
-// match of the path, and a commit was the seventeenth route it tried
-// (about 2% of a commit's CPU at 32 clients). Paths of different templates
-// never both match, so the order changes nothing else.
-var hotRoutes = []string{
-	http.MethodPost + " /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-	http.MethodGet + " /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-	http.MethodPost + " /v1/{prefix}/transactions/commit",
-}
-
-// registrationOrder is routeTable with hotRoutes first.
-func registrationOrder() []route {
-	rank := func(rt route) int {
-		if i := slices.Index(hotRoutes, rt.method+" "+rt.template); i >= 0 {
-			return i
-		}
-		return len(hotRoutes)
-	}
-	out := slices.Clone(routeTable)
-	slices.SortStableFunc(out, func(x, y route) int { return rank(x) - rank(y) })
-	return out
-}
-
+// routes registers every endpoint of routeTable, in its order, then
+// /v1/config and the legacy signing path, all behind authentication. The
+// order costs nothing: httpapi rejects a route on its literal path
+// segments before matching its regular expression, and no path matches
+// two templates.
 func (a *api) routes(r *mux.Router) {
-	for _, rt := range registrationOrder() {
-		h := a.handle(func(w http.ResponseWriter, r *http.Request) error {
+	web := httpapi.API{Encode: a.fail, Unauthenticated: a.unauthenticated, Authenticate: a.authenticate}
+	for _, rt := range routeTable {
+		route := httpapi.Route{Method: rt.method, Path: rt.template, Handler: func(w http.ResponseWriter, r *http.Request) error {
 			return rt.handler(a, w, r)
-		})
+		}}
 		if rt.keyed {
-			// After authentication: a key is replayed only to the
+			// Inside authentication: a key is replayed only to the
 			// principal who sent it.
-			h = a.withIdempotency(rt.template, h)
+			route.Wrap = func(h http.Handler) http.Handler { return a.withIdempotency(rt.template, h.ServeHTTP) }
 		}
-		r.Handle(rt.template, a.authenticate(h)).Methods(rt.method)
+		web.Register(r, route)
 	}
-	r.Handle("/v1/config", a.authenticate(a.handle(a.getConfig))).Methods(http.MethodGet)
-	r.Handle(legacySignPath, a.authenticate(a.handle(a.legacySign))).Methods(http.MethodPost)
+	web.Register(r,
+		httpapi.Route{Method: http.MethodGet, Path: "/v1/config", Handler: a.getConfig},
+		httpapi.Route{Method: http.MethodPost, Path: legacySignPath, Handler: a.legacySign})
 }
 
 // configResponse is the spec's CatalogConfig.
