@@ -163,6 +163,48 @@ def test_same_row_updated_on_both_sides_is_refused_naming_its_row_id(spark, floe
     assert rows(spark, f"SELECT id, amount FROM {cat}.{t}") == [(1, 10.0), (2, 21.0), (3, 30.0)]
 
 
+def test_v2_position_deletes_of_one_file_on_both_sides(spark, floe: FloeServer) -> None:
+    """v2 merge-on-read on both sides of one data file. Different rows:
+    both sides' position delete files are listed and Spark applies them
+    together, even after the branch's second statement rewrote its first
+    delete file (Spark's file-scoped deletes). The same row updated on both
+    sides (under snapshot isolation; under serializable, the file-level
+    rules refuse it first): the union would keep both new versions, so the
+    merge is refused naming the row by data file and position (v2 rows have
+    no _row_id), and nothing is written."""
+    t = new_orders(spark, "etlpos", 2, "merge-on-read")
+    spark.sql(f"ALTER TABLE floe.{t} SET TBLPROPERTIES ('write.update.isolation-level'='snapshot', 'write.delete.isolation-level'='snapshot')")
+    spark.sql(f"INSERT INTO floe.{t} VALUES (1, 'games', 10.0), (2, 'games', 20.0), (3, 'games', 30.0), (4, 'games', 40.0), (5, 'games', 50.0)")
+    assert one_file(spark, f"floe.{t}")
+
+    branch, cat = branch_catalog(spark, floe, "pos")
+    spark.sql(f"DELETE FROM {cat}.{t} WHERE id = 1")
+    spark.sql(f"UPDATE {cat}.{t} SET amount = 21.0 WHERE id = 2")
+    spark.sql(f"DELETE FROM floe.{t} WHERE id = 5")
+    proc = floe_cli(floe, "merge", branch, "--into", "main")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert rows(spark, f"SELECT * FROM floe.{t}") == [(2, "games", 21.0), (3, "games", 30.0), (4, "games", 40.0)]
+
+    # The same row updated on both sides of a file neither had deleted
+    # from (where both rewrote one delete file, the file-level rules
+    # already refuse: both removed it).
+    t2 = new_orders(spark, "etlposc", 2, "merge-on-read")
+    spark.sql(f"ALTER TABLE floe.{t2} SET TBLPROPERTIES ('write.update.isolation-level'='snapshot', 'write.merge.isolation-level'='snapshot')")
+    spark.sql(f"INSERT INTO floe.{t2} VALUES (1, 'games', 10.0), (2, 'games', 20.0), (3, 'games', 30.0)")
+    assert one_file(spark, f"floe.{t2}")
+    clash, ccat = branch_catalog(spark, floe, "posc")
+    spark.sql(f"UPDATE {ccat}.{t2} SET amount = 31.0 WHERE id = 3")
+    spark.sql(f"UPDATE floe.{t2} SET amount = 32.0 WHERE id = 3")
+    head = floe.nessie("GET", "/trees/main")["reference"]["hash"]
+    proc = floe_cli(floe, "merge", clash, "--into", "main")
+    assert proc.returncode != 0, proc.stdout
+    out = proc.stdout + proc.stderr
+    assert "rows changed on both sides" in out and "format v2 position deletes" in out and " at position 2" in out, out
+    assert floe.nessie("GET", "/trees/main")["reference"]["hash"] == head
+    assert rows(spark, f"SELECT id, amount FROM floe.{t2}") == [(1, 10.0), (2, 20.0), (3, 32.0)]
+    assert rows(spark, f"SELECT id, amount FROM {ccat}.{t2}") == [(1, 10.0), (2, 20.0), (3, 31.0)]
+
+
 def test_files_rewritten_on_both_sides_merge_by_row_id(spark, floe: FloeServer) -> None:
     """Copy-on-write UPDATE, DELETE and MERGE INTO on both sides of one v3
     data file, with the table rule floe.merge.row-level=rows: Spark keeps
