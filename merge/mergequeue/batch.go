@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -60,7 +61,11 @@ func (q *Queue) runBatch(ctx context.Context, target string, ids []string) error
 			q.requeue(context.WithoutCancel(ctx), ids, "the candidate branch could not be created ("+err.Error()+"); queued again")
 			return fmt.Errorf("create candidate branch %s: %w", cand, err)
 		}
-		members, err := q.build(ctx, target, cand, head, ids, vals)
+		var checks sync.WaitGroup
+		members, err := q.build(ctx, &checks, target, cand, head, ids, vals)
+		// Every member's checks run while the members after it are
+		// merged; their results are read only once all have ended.
+		checks.Wait()
 		if err != nil {
 			q.dropCandidate(ctx, cand)
 			q.requeue(context.WithoutCancel(ctx), ids, "the candidate could not be built ("+err.Error()+"); queued again")
@@ -74,7 +79,6 @@ func (q *Queue) runBatch(ctx context.Context, target string, ids []string) error
 			q.dropCandidate(ctx, cand)
 			return nil
 		}
-		q.validate(ctx, target, cand, head, members)
 		if ctx.Err() != nil {
 			// Shutting down: the checks were cut short, which says
 			// nothing about the requests.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/floe-catalog/floe/internal/apidoc"
 	"github.com/floe-catalog/floe/merge/classify"
@@ -26,8 +27,18 @@ const PropLeaseEpoch = "floe.queue.lease-epoch"
 // classifying it first against the candidate's head (which holds the
 // requests before it: a request overlapping one of them is classified
 // again on top of it, not failed). A structural request goes to review; a
-// request the engine refuses fails; the others are the members.
-func (q *Queue) build(ctx context.Context, target, cand string, head versionstore.Hash, ids []string, vals map[string][]apidoc.MergeValidation) ([]*member, error) {
+// request the engine refuses fails; the others are the members, each
+// validated (validate, under checks) from the moment its commit exists.
+//
+// Invariants: every merge names the candidate's head it expects
+// (ExpectedTarget), so each member's commit is the previous member's (or
+// head) plus that member's changes, and the last member's commit holds the
+// whole batch; only the candidate branch moves here, never the target. A
+// request that cannot be a member leaves the batch with a final or review
+// state of its own, or back in the queue after a storage fault; an error
+// returned is about the build, not any request, and the caller queues the
+// batch again.
+func (q *Queue) build(ctx context.Context, checks *sync.WaitGroup, target, cand string, head versionstore.Hash, ids []string, vals map[string][]apidoc.MergeValidation) ([]*member, error) {
 	candHead := head
 	var members []*member
 	for _, id := range ids {
@@ -122,6 +133,7 @@ func (q *Queue) build(ctx context.Context, target, cand string, head versionstor
 			m.keys = append(m.keys, d.Key)
 		}
 		members = append(members, m)
+		q.validate(ctx, checks, target, cand, head, m)
 	}
 	return members, nil
 }

@@ -58,8 +58,10 @@ func (f ValidatorFunc) Validate(ctx context.Context, c Candidate) ([]CheckResult
 
 // Candidate is what a validator judges: request RequestID's changes merged
 // onto Target's head TargetHead (after the requests ahead of it in its
-// batch), giving Commit, readable as lake@<Commit> or on the candidate
-// branch CandidateRef. Tables are the tables the request merges.
+// batch), giving Commit, readable as lake@<Commit>. CandidateRef is the
+// candidate branch Commit is on; its head moves on while the batch's later
+// members are merged (their checks run meanwhile), so a check reads
+// Commit, not the branch. Tables are the tables the request merges.
 type Candidate struct {
 	RequestID      string
 	Target         string

@@ -23,24 +23,30 @@ func failedChecks(v *apidoc.MergeValidation) string {
 	return strings.Join(parts, "; ")
 }
 
-// validate runs the validator on every member's candidate, in parallel.
-func (q *Queue) validate(ctx context.Context, target, cand string, head versionstore.Hash, members []*member) {
-	var wg sync.WaitGroup
-	for _, m := range members {
-		r, err := q.Get(m.id)
-		if err != nil {
-			m.val = &apidoc.MergeValidation{Candidate: m.commit.String(), TargetHead: head.String(), At: q.clock(), Error: err.Error()}
-			continue
-		}
-		src, _ := versionstore.ParseHash(r.SourceHash)
-		c := Candidate{
-			RequestID: r.ID, Target: target, TargetHead: head, Commit: m.commit, CandidateRef: cand,
-			SourceRef: r.SourceRef, SourceHash: src, Principal: r.Principal, RequiredChecks: r.RequiredChecks, Tables: m.keys,
-			Approved: r.Approved,
-		}
-		wg.Go(func() { m.val = q.validateOne(ctx, c) })
+// validate starts the validator on member m's candidate commit, in the
+// background under checks: build calls it as soon as it made m's commit,
+// so the members' checks run in parallel with each other and with the
+// merges of the members after m. runBatch waits for checks before it
+// reads any result (m.val).
+//
+// Invariant: a result is about exactly the commit it names (Candidate,
+// built on TargetHead), which the members after m do not change (they
+// only add commits on top of it); it is never carried over to another:
+// runBatch builds and validates again whenever the candidate changes, and
+// drops the results of a build that did not finish.
+func (q *Queue) validate(ctx context.Context, checks *sync.WaitGroup, target, cand string, head versionstore.Hash, m *member) {
+	r, err := q.Get(m.id)
+	if err != nil {
+		m.val = &apidoc.MergeValidation{Candidate: m.commit.String(), TargetHead: head.String(), At: q.clock(), Error: err.Error()}
+		return
 	}
-	wg.Wait()
+	src, _ := versionstore.ParseHash(r.SourceHash)
+	c := Candidate{
+		RequestID: r.ID, Target: target, TargetHead: head, Commit: m.commit, CandidateRef: cand,
+		SourceRef: r.SourceRef, SourceHash: src, Principal: r.Principal, RequiredChecks: r.RequiredChecks, Tables: m.keys,
+		Approved: r.Approved,
+	}
+	checks.Go(func() { m.val = q.validateOne(ctx, c) })
 }
 
 // validateOne validates one candidate: every result must pass and every
