@@ -125,15 +125,22 @@ func literalsMatch(template string) mux.MatcherFunc {
 	variable := make([]bool, len(segments))
 	for i, s := range segments {
 		switch {
-		case !strings.ContainsAny(s, "{}"):
+		case !strings.ContainsAny(s, "{}%"):
 		case len(s) > 2 && s[0] == '{' && s[len(s)-1] == '}' && !strings.ContainsAny(s[1:len(s)-1], "{}:"):
 			variable[i] = true
 		default:
-			return nil // a pattern of its own, or text around a variable
+			return nil // a pattern of its own, text around a variable, an escape
 		}
 	}
 	return func(req *http.Request, _ *mux.RouteMatch) bool {
-		path := req.URL.EscapedPath()
+		// EscapedPath, which mux matches against, without its cost when
+		// nothing in the path was escaped: Path then has the same
+		// segments, and a literal without '%' equals a segment of one
+		// exactly when it equals that segment of the other.
+		path := req.URL.Path
+		if req.URL.RawPath != "" {
+			path = req.URL.EscapedPath()
+		}
 		last := len(segments) - 1
 		for i, want := range segments {
 			seg := path

@@ -72,7 +72,7 @@ func TestRegisterMatchesAsMux(t *testing.T) {
 	fast, plain := routers()
 	words := []string{"v1", "config", "oauth", "tokens", "namespaces", "tables", "views", "rename", "api", "v2",
 		"trees", "contents", "diff", "floe", "openapi.yaml", "openapiXyaml", "trailing", "pattern", "mixed", "v7", "12",
-		"lake", "lake@etl%2Fdaily", "a%20b", "", "%7B", "db%1Fsub"}
+		"lake", "lake@etl%2Fdaily", "a%20b", "", "%7B", "db%1Fsub", "openapi%2Eyaml", "v%31"}
 	var paths []string
 	for _, t := range templates {
 		paths = append(paths, t.path, t.path+"/", strings.TrimSuffix(t.path, "/"))
@@ -190,11 +190,16 @@ func BenchmarkMatch(b *testing.B) {
 		api.Register(fast, Route{Method: http.MethodPost, Path: p, Handler: ok})
 		plain.Handle(p, api.Handler(ok)).Methods(http.MethodPost)
 	}
-	req := httptest.NewRequest(http.MethodPost, "/v1/lake@etl%2Fdaily/transactions/commit", nil)
 	for _, c := range []struct {
-		name string
-		r    *mux.Router
-	}{{"literals", fast}, {"mux", plain}} {
+		name, path string
+		r          *mux.Router
+	}{
+		{"literals", "/v1/lake/transactions/commit", fast},
+		{"mux", "/v1/lake/transactions/commit", plain},
+		{"literals/escaped", "/v1/lake@etl%2Fdaily/transactions/commit", fast},
+		{"mux/escaped", "/v1/lake@etl%2Fdaily/transactions/commit", plain},
+	} {
+		req := httptest.NewRequest(http.MethodPost, c.path, nil)
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
