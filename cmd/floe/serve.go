@@ -36,6 +36,7 @@ func newServeCommand() *cobra.Command {
 	var refRetentionFile string
 	var mergeQueueFile string
 	var pprofAddr string
+	var icebergEvents bool
 	wf := &warehouseFlags{}
 	secFlags := &securityFlags{}
 
@@ -85,7 +86,7 @@ func newServeCommand() *cobra.Command {
 			if wh.AllowedLocations, err = checkAllowedLocations(allowedLocations); err != nil {
 				return err
 			}
-			cfg.Iceberg = icebergrest.Deps{Warehouses: []icebergrest.Warehouse{wh}, IdempotencyKeyLifetime: idempotencyKeyLifetime}
+			cfg.Iceberg = icebergrest.Deps{Warehouses: []icebergrest.Warehouse{wh}, IdempotencyKeyLifetime: idempotencyKeyLifetime, EventsEndpoint: icebergEvents}
 			cfg.Catalog = catalog.Config{MetadataCacheBytes: metadataCacheBytes, MaxMetadataFileBytes: maxMetadataFileBytes}
 			if metadataCacheBytes <= 0 {
 				cfg.Catalog.MetadataCacheBytes = -1 // the catalog's "off"
@@ -158,6 +159,7 @@ func newServeCommand() *cobra.Command {
 	f.DurationVar(&cfg.RefRetention.ExpiryInterval, "ref-expiry-interval", time.Hour, "how often expired branches and tags are deleted; 0 turns the background sweep off (floe branch expire still runs one)")
 	f.StringVar(&cfg.MergeChecks.File, "merge-checks", "", "JSON file of the merge queue's external checks (HMAC-signed webhooks) and default check thresholds (see merge/mergecheck/README.md, deploy/merge-checks.json); the built-in checks and the policy bundle's merge rules run without it")
 	f.StringVar(&cfg.MergeChecks.CatalogURI, "merge-checks-catalog-uri", "", "floe's Iceberg REST URL as external merge checks reach it, sent to them with each candidate (lake@<candidate> on it)")
+	f.BoolVar(&icebergEvents, "iceberg-events", false, "serve the Iceberg REST spec's proposed events endpoint, POST /v1/{prefix}/events (apache/iceberg#12584, still open), from the change feed (see docs/changefeed.md)")
 	f.StringVar(&cfg.EventWebhooks.File, "event-webhooks", "", "JSON file of the change feed's webhook subscriptions: URL, HMAC secret (from a file or variable), principal, filters by ref, type, namespace and table (see docs/changefeed.md, deploy/event-webhooks.json); each gets its events as CloudEvents, at least once and in order, from a durable cursor")
 	f.StringVar(&mergeQueueFile, "merge-queue", "", "JSON file of the merge queue's rules: protected branches (the queue is their single committer), age limit, batch size, and per source prefix batching, required checks, drop after merge and tag (see merge/mergequeue/README.md, deploy/merge-queue.json); without it: no branch protected, ingest/ transform/ users/ feature/ batched, backfill/ alone")
 	f.DurationVar(&cfg.GC.Interval, "gc-interval", 0, "run garbage collection (floe gc) this often in the background; 0 never (runs only when asked)")

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/floe-catalog/floe/catalog"
+	"github.com/floe-catalog/floe/catalog/changefeed"
 	"github.com/floe-catalog/floe/catalog/icebergtable"
 	"github.com/floe-catalog/floe/housekeeping/maintenance"
 	"github.com/floe-catalog/floe/rest/authz"
@@ -106,6 +107,11 @@ type Deps struct {
 	// spans of the request's trace (metadata file reads and writes are
 	// the catalog's); nil records nothing.
 	TracerProvider trace.TracerProvider
+	// EventsEndpoint serves the events endpoint of the Iceberg REST
+	// spec's open proposal (POST /v1/{prefix}/events, events.go) from the
+	// store's change feed; false (the default while the proposal is open)
+	// leaves it out, and out of /v1/config.
+	EventsEndpoint bool
 }
 
 // api serves the Iceberg REST routes.
@@ -139,6 +145,9 @@ type api struct {
 	maint *maintenanceHooks
 	// tracer traces commits (tablecommit.go).
 	tracer trace.Tracer
+	// events is the change feed the events endpoint reads; nil when it is
+	// not served (events.go).
+	events *changefeed.Feed
 }
 
 // API is the facade built by New: its routes and its background work
@@ -196,6 +205,9 @@ func newAPI(deps Deps) (*api, error) {
 		tp = noop.NewTracerProvider()
 	}
 	a.tracer = tp.Tracer("github.com/floe-catalog/floe/rest/icebergrest")
+	if deps.EventsEndpoint {
+		a.events = changefeed.New(deps.Store, changefeed.Options{Logger: deps.Logger})
+	}
 	a.authenticate = deps.Authenticate
 	if a.now == nil {
 		a.now = time.Now

@@ -93,6 +93,9 @@ func (a *api) routes(r *mux.Router) {
 		}
 		web.Register(r, route)
 	}
+	if a.events != nil {
+		web.Register(r, httpapi.Route{Method: eventsRoute.method, Path: eventsRoute.template, Handler: a.queryEvents}) // events.go
+	}
 	web.Register(r,
 		httpapi.Route{Method: http.MethodGet, Path: "/v1/config", Handler: a.getConfig},
 		httpapi.Route{Method: http.MethodPost, Path: legacySignPath, Handler: a.legacySign})
@@ -136,7 +139,7 @@ func (a *api) getConfig(w http.ResponseWriter, r *http.Request) error {
 			"prefix":              escapePrefix(wr.spec),
 			"namespace-separator": url.PathEscape(namespaceSeparator),
 		},
-		Endpoints:              Endpoints(),
+		Endpoints:              a.endpoints(),
 		IdempotencyKeyLifetime: lifetime,
 	})
 	return nil

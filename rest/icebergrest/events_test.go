@@ -1,0 +1,231 @@
+package icebergrest_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/floe-catalog/floe/policy"
+	"github.com/floe-catalog/floe/rest/authz"
+	"github.com/floe-catalog/floe/rest/icebergrest"
+	"github.com/floe-catalog/floe/versionstore"
+)
+
+// icebergEvent is the proposal's Event as a client reads it.
+type icebergEvent struct {
+	EventID           string            `json:"event-id"`
+	RequestID         string            `json:"request-id"`
+	RequestEventCount int               `json:"request-event-count"`
+	TimestampMs       int64             `json:"timestamp-ms"`
+	Actor             map[string]string `json:"actor"`
+	Operation         map[string]any    `json:"operation"`
+}
+
+type eventsPage struct {
+	ContinuationToken *string        `json:"continuation-token"`
+	Events            []icebergEvent `json:"events"`
+}
+
+func (e *testEnv) events(prefix string, body any) eventsPage {
+	e.t.Helper()
+	var p eventsPage
+	e.ok(http.MethodPost, "/v1/"+prefix+"/events", body, http.StatusOK, &p)
+	if p.ContinuationToken == nil || *p.ContinuationToken == "" || p.Events == nil {
+		e.t.Fatalf("events page without a continuation-token or events: %+v", p)
+	}
+	return p
+}
+
+func opsOf(evs []icebergEvent) string {
+	var out []string
+	for _, ev := range evs {
+		out = append(out, ev.Operation["operation-type"].(string))
+	}
+	return strings.Join(out, " ")
+}
+
+// TestEventsEndpoint drives POST /v1/{prefix}/events, the open proposal's
+// events endpoint: what the Iceberg API did shows as the proposal's
+// operations with their fields, in order; a continuation token resumes
+// exactly after a page; the filters; another branch's changes stay on
+// that branch; bad input is a 400 and a reader the policy refuses a 403.
+func TestEventsEndpoint(t *testing.T) {
+	var denyMu sync.Mutex
+	deny := map[string]bool{} // refs alice may not read
+	d := &recordingDecider{verdict: func(in policy.Input) (policy.Decision, error) {
+		denyMu.Lock()
+		defer denyMu.Unlock()
+		if in.Action == policy.ActionRead && deny[in.Ref.Name] {
+			return policy.Decision{ID: "d", Reasons: []string{"no reads of " + in.Ref.Name}}, nil
+		}
+		return policy.Decision{ID: "d", Allow: true}, nil
+	}}
+	alice := func(*http.Request) policy.Principal { return policy.Principal{ID: "alice"} }
+	e := newEnvAt(t, t.TempDir(), func(deps *icebergrest.Deps) {
+		deps.EventsEndpoint = true
+		deps.Guard = authz.NewGuard(d, "iceberg", alice, nil)
+	})
+
+	var cfg struct {
+		Endpoints []string `json:"endpoints"`
+	}
+	e.ok(http.MethodGet, "/v1/config?warehouse=lake", nil, http.StatusOK, &cfg)
+	if !slices.Contains(cfg.Endpoints, "POST /v1/{prefix}/events") {
+		t.Fatalf("config does not advertise the events endpoint: %v", cfg.Endpoints)
+	}
+
+	// Nothing yet: main was created without content.
+	first := e.events("lake", map[string]any{})
+	if len(first.Events) != 0 {
+		t.Fatalf("events of an empty catalog: %+v", first.Events)
+	}
+
+	e.ok(http.MethodPost, "/v1/lake/namespaces", `{"namespace":["db"],"properties":{"owner":"a","tier":"1"}}`, http.StatusOK, nil)
+	e.ok(http.MethodPost, "/v1/lake/namespaces/db/properties", `{"updates":{"owner":"b"},"removals":["tier"]}`, http.StatusOK, nil)
+	created := e.createTable("lake", "db", "t")
+	uuid := created.Metadata["table-uuid"].(string)
+	st := &tableState{}
+	st.Metadata.UUID, st.Metadata.Location = uuid, created.Metadata["location"].(string)
+	e.ok(http.MethodPost, "/v1/lake/namespaces/db/tables/t", string(appendCommit(st, 7, time.Now())), http.StatusOK, nil)
+	e.ok(http.MethodPost, "/v1/lake/tables/rename", `{"source":{"namespace":["db"],"name":"t"},"destination":{"namespace":["db"],"name":"u"}}`, http.StatusNoContent, nil)
+	e.ok(http.MethodDelete, "/v1/lake/namespaces/db/tables/u", nil, http.StatusNoContent, nil)
+
+	// A branch of its own: its changes are its events, not main's.
+	main, err := e.store.GetRef("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.CreateRef(t.Context(), versionstore.CreateRefRequest{Name: "dev", Type: versionstore.Branch, Target: main.Head}); err != nil {
+		t.Fatal(err)
+	}
+	e.createNamespace("lake@dev", "scratch")
+
+	all := e.events("lake", map[string]any{})
+	if got, want := opsOf(all.Events), "create-namespace update-namespace-properties create-table update-table rename-table drop-table"; got != want {
+		t.Fatalf("main's operations: %s, want %s", got, want)
+	}
+	op := func(i int) map[string]any { return all.Events[i].Operation }
+	js := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	for i, ev := range all.Events {
+		if ev.EventID == "" || ev.RequestID == "" || ev.RequestEventCount != 1 || ev.TimestampMs <= 0 || ev.Actor["id"] != "anonymous" {
+			t.Fatalf("event %d: %+v", i, ev)
+		}
+	}
+	for _, c := range []struct{ got, want string }{
+		{js(op(0)), `{"namespace":["db"],"operation-type":"create-namespace","properties":{"owner":"a","tier":"1"}}`},
+		{js(op(1)), `{"namespace":["db"],"operation-type":"update-namespace-properties","removed":["tier"],"updated":["owner"]}`},
+		{js(op(2)["identifier"]), `{"name":"t","namespace":["db"]}`},
+		{js(op(2)["table-uuid"]), `"` + uuid + `"`},
+		{js(op(2)["updates"]), `[{"action":"assign-uuid","uuid":"` + uuid + `"},{"action":"set-current-schema","schema-id":0},{"action":"set-default-spec","spec-id":0},{"action":"set-default-sort-order","sort-order-id":0}]`},
+		{js(op(3)["updates"]), `[{"action":"set-snapshot-ref","ref-name":"main","snapshot-id":7,"type":"branch"}]`},
+		{js(op(4)), `{"destination":{"name":"u","namespace":["db"]},"operation-type":"rename-table","source":{"name":"t","namespace":["db"]},"table-uuid":"` + uuid + `"}`},
+		{js(op(5)), `{"identifier":{"name":"u","namespace":["db"]},"operation-type":"drop-table","table-uuid":"` + uuid + `"}`},
+	} {
+		if c.got != c.want {
+			t.Fatalf("operation: %s\nwant       %s", c.got, c.want)
+		}
+	}
+	if all.Events[4].RequestID == all.Events[5].RequestID {
+		t.Fatal("two commits share a request-id")
+	}
+
+	// One event a page, each token resuming just after the last: the
+	// same events, then an empty page whose token waits for more.
+	token := ""
+	var paged []icebergEvent
+	for range 20 {
+		body := map[string]any{"page-size": 1}
+		if token != "" {
+			body["continuation-token"] = token
+		}
+		p := e.events("lake", body)
+		token = *p.ContinuationToken
+		if len(p.Events) == 0 {
+			break
+		}
+		if len(p.Events) != 1 {
+			t.Fatalf("page-size 1 answered %d events", len(p.Events))
+		}
+		paged = append(paged, p.Events...)
+	}
+	if js(paged) != js(all.Events) {
+		t.Fatalf("paged one by one: %s\nwant %s", opsOf(paged), opsOf(all.Events))
+	}
+	e.ok(http.MethodPost, "/v1/lake/namespaces", `{"namespace":["later"]}`, http.StatusOK, nil)
+	if later := e.events("lake", map[string]any{"continuation-token": token}); opsOf(later.Events) != "create-namespace" {
+		t.Fatalf("after the last token: %s, want the new namespace only", opsOf(later.Events))
+	}
+
+	// Filters.
+	for _, c := range []struct {
+		body string
+		want string
+	}{
+		{`{"operation-types":["create-table","drop-table"]}`, "create-table drop-table"},
+		{`{"operation-types":["x-floe.unknown"]}`, ""},
+		{`{"object-types":["namespace"]}`, "create-namespace update-namespace-properties create-namespace"},
+		{`{"catalog-objects-by-name":[["db","t"]]}`, "create-table update-table rename-table"},
+		{`{"catalog-objects-by-name":[["db","u"]]}`, "rename-table drop-table"},
+		{`{"catalog-objects-by-name":[["db"]]}`, "create-namespace update-namespace-properties create-table update-table rename-table drop-table"},
+		{`{"catalog-objects-by-name":[["d"]]}`, ""},
+		{`{"catalog-objects-by-uuid":["` + strings.ToUpper(uuid) + `"],"object-types":["table"]}`, "create-table update-table rename-table drop-table"},
+		{`{"since-timestamp-ms":` + js(time.Now().Add(time.Hour).UnixMilli()) + `}`, ""},
+		{`{"since-timestamp-ms":0,"page-size":2}`, "create-namespace update-namespace-properties"},
+	} {
+		if got := opsOf(e.events("lake", c.body).Events); got != c.want {
+			t.Fatalf("%s: %q, want %q", c.body, got, c.want)
+		}
+	}
+
+	// The branch's own events, and a token is not taken to another branch.
+	dev := e.events("lake@dev", map[string]any{})
+	if opsOf(dev.Events) != "create-namespace" || js(dev.Events[0].Operation["namespace"]) != `["scratch"]` {
+		t.Fatalf("dev's events: %+v", dev.Events)
+	}
+	checkError(t, e.do(http.MethodPost, "/v1/lake@dev/events", map[string]any{"continuation-token": token}), http.StatusBadRequest,
+		"BadRequestException", `Invalid continuation-token: it was issued for reference "main"`)
+
+	// Bad input.
+	for _, c := range []struct{ body, msg string }{
+		{`{"continuation-token":"nonsense"}`, "Invalid continuation-token"},
+		{`{"page-size":0}`, "Invalid page-size 0"},
+		{`{"object-types":["index"]}`, `Invalid object-types entry "index"`},
+		{`{"catalog-objects-by-name":[[]]}`, "Invalid catalog-objects-by-name entry"},
+		{`{"custom-filters":{"x-owner":"a"}}`, "Unsupported custom-filters x-owner"},
+		{`{"page-size":"ten"}`, "malformed JSON request body"},
+		{``, "the request body is empty"},
+	} {
+		checkError(t, e.do(http.MethodPost, "/v1/lake/events", c.body), http.StatusBadRequest, "BadRequestException", c.msg)
+	}
+	checkError(t, e.do(http.MethodPost, "/v1/lake@"+main.Head.String()+"/events", `{}`), http.StatusBadRequest, "BadRequestException", "…names a commit")
+	checkError(t, e.do(http.MethodPost, "/v1/nowhere/events", `{}`), http.StatusNotFound, "NoSuchWarehouseException", "")
+
+	// A reader who may not read the branch reads none of its events.
+	denyMu.Lock()
+	deny["main"] = true
+	denyMu.Unlock()
+	checkError(t, e.do(http.MethodPost, "/v1/lake/events", `{}`), http.StatusForbidden, "ForbiddenException", "")
+	if in := d.last(t, policy.ActionRead); in.Ref.Name != "main" || in.Principal.ID != "alice" {
+		t.Fatalf("the events read asked %+v", in)
+	}
+}
+
+// TestEventsEndpointOff: without Deps.EventsEndpoint the route is not
+// served nor advertised.
+func TestEventsEndpointOff(t *testing.T) {
+	e := newEnv(t)
+	var cfg struct {
+		Endpoints []string `json:"endpoints"`
+	}
+	e.ok(http.MethodGet, "/v1/config?warehouse=lake", nil, http.StatusOK, &cfg)
+	if slices.ContainsFunc(cfg.Endpoints, func(s string) bool { return strings.HasSuffix(s, "/events") }) {
+		t.Fatalf("the events endpoint is advertised while off: %v", cfg.Endpoints)
+	}
+	if r := e.do(http.MethodPost, "/v1/lake/events", `{}`); r.status == http.StatusOK {
+		t.Fatalf("the events endpoint answers while off: %d %s", r.status, r.body)
+	}
+}
