@@ -4,15 +4,18 @@
 // It is floe's catalog change feed: the events a consumer follows to learn
 // what happened in the catalog (tables and views created, updated, renamed,
 // dropped; namespace changes; branches and tags created, moved, deleted;
-// commits, merges and transplants), each named by a cursor it can resume
-// from.
+// commits, merges with each table's classification, and transplants;
+// merge-queue state changes, GC runs and policy bundle activations), each
+// named by a cursor it can resume from.
 //
 // The feed is the catalog's history, not a second copy of it. Events are
 // derived, on demand and deterministically, from what the version store
 // already keeps durably: the reference log (every move of every reference,
-// numbered by the backend in the order moves become visible) and the
-// immutable commits and contents those moves point at. Nothing is written
-// to produce an event, so an event can exist only for a move that became
+// and the events written beside the history in the same durable write as
+// the change they report, numbered by the backend in the order they become
+// visible) and the immutable commits, contents and event objects the log
+// points at. Nothing is written to produce an event beyond the log entry
+// its change writes, so an event can exist only for a change that became
 // durable, and no crash can lose one (cursor.go states the invariant).
 //
 // It owns the event model (event.go), the cursor (cursor.go), the
