@@ -358,12 +358,14 @@ func TestReplicasFailoverAndFence(t *testing.T) {
 			<-wake
 		}
 	}
-	f.start()
-	t.Cleanup(wakeUp) // before the replicas stop, should the test fail first
+	// Submitted before the queues run: a submit to the replica that
+	// stalls in its landing write would wait for it.
 	var ids []string
 	for i := range 3 {
 		ids = append(ids, f.submit(i, fmt.Sprintf("a%02d", i)))
 	}
+	f.start()
+	t.Cleanup(wakeUp) // before the replicas stop, should the test fail first
 	leader := <-stalled
 	stalledAt := time.Now()
 	// The stalled replica is paused whole (its queue's state is locked
