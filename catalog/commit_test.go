@@ -12,27 +12,14 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/floe-catalog/floe/versionstore"
-	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 )
 
 // newTestService is a catalog over a Pebble store and a file://
 // warehouse "lake" in t's temporary directory, with namespace ns on main.
 func newTestService(t *testing.T) *Service {
 	t.Helper()
+	store := openStore(t)
 	dir := t.TempDir()
-	be, err := pebblebackend.Open(filepath.Join(dir, "data"), pebblebackend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := versionstore.Open(t.Context(), be, versionstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := store.Close(); err != nil {
-			t.Error(err)
-		}
-	})
 	wh := (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(dir, "warehouse"))}).String()
 	s, err := New(store, Config{Warehouses: []Warehouse{{Name: "lake", Location: wh}}}, Options{})
 	if err != nil {

@@ -1,14 +1,15 @@
-package catalog_test
+package catalog
 
 import (
 	"path/filepath"
 	"testing"
 
-	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/versionstore"
 	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 )
 
+// openStore opens a version store over Pebble in t's temporary directory,
+// closed when t ends.
 func openStore(t *testing.T) *versionstore.Store {
 	t.Helper()
 	be, err := pebblebackend.Open(filepath.Join(t.TempDir(), "data"), pebblebackend.Options{})
@@ -29,7 +30,7 @@ func openStore(t *testing.T) *versionstore.Store {
 
 func TestNewRefusesBadWarehouses(t *testing.T) {
 	store := openStore(t)
-	for name, whs := range map[string][]catalog.Warehouse{
+	for name, whs := range map[string][]Warehouse{
 		"none":       nil,
 		"empty name": {{Name: "", Location: "file:///srv/lake"}},
 		"@":          {{Name: "a@b", Location: "file:///srv/lake"}},
@@ -37,7 +38,7 @@ func TestNewRefusesBadWarehouses(t *testing.T) {
 		"/":          {{Name: "a/b", Location: "file:///srv/lake"}},
 		"twice":      {{Name: "lake", Location: "file:///srv/lake"}, {Name: "lake", Location: "file:///srv/other"}},
 	} {
-		if _, err := catalog.New(store, catalog.Config{Warehouses: whs}, catalog.Options{}); err == nil {
+		if _, err := New(store, Config{Warehouses: whs}, Options{}); err == nil {
 			t.Errorf("%s: New accepted %v", name, whs)
 		}
 	}
@@ -47,12 +48,12 @@ func TestNewRefusesBadWarehouses(t *testing.T) {
 // order configured, over one metadata cache (none when turned off).
 func TestWarehousesShareOneCache(t *testing.T) {
 	store := openStore(t)
-	whs := []catalog.Warehouse{{Name: "lake", Location: "file:///srv/lake"}, {Name: "other", Location: "file:///srv/other"}}
+	whs := []Warehouse{{Name: "lake", Location: "file:///srv/lake"}, {Name: "other", Location: "file:///srv/other"}}
 	for _, tc := range []struct {
 		bytes  int64
 		cached bool
 	}{{0, true}, {1 << 20, true}, {-1, false}} {
-		c, err := catalog.New(store, catalog.Config{Warehouses: whs, MetadataCacheBytes: tc.bytes}, catalog.Options{})
+		c, err := New(store, Config{Warehouses: whs, MetadataCacheBytes: tc.bytes}, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
