@@ -218,7 +218,7 @@ describe("console", () => {
     await page.keyboard.press("Enter");
     await page.getByRole("heading", { name: /Branch main/ }).waitFor();
     // Every form control has a name a screen reader can say.
-    for (const path of ["#/", "#/diff", "#/log/main", "#/ref/main", "#/queue", "#/signin"]) {
+    for (const path of ["#/", "#/diff", "#/log/main", "#/ref/main", "#/queue", "#/activity", "#/signin"]) {
       await page.goto(`${base}/ui/${path}`);
       await page.locator("main h1").waitFor();
       const unlabeled = await page.evaluate(() => [...document.querySelectorAll("input, select, button")]
@@ -226,6 +226,70 @@ describe("console", () => {
         .map((el) => el.outerHTML));
       assert.deepEqual(unlabeled, [], `unlabeled controls on ${path}`);
     }
+  });
+});
+
+describe("the activity view", () => {
+  let page;
+  before(async () => { page = await session(adminToken); });
+  after(async () => { assert.deepEqual(page.errors, []); await page.context().close(); });
+
+  test("lists the recent events, filtered by type and branch", async () => {
+    await page.goto(`${base}/ui/#/activity`);
+    const rows = page.locator("#activity tbody tr");
+    await rows.first().waitFor();
+    const types = await page.locator("#activity tbody th").allTextContents();
+    assert.ok(types.includes("table.created") && types.includes("merge"), `recent events: ${types}`);
+    await shot(page, "activity");
+    await page.getByLabel("Type").selectOption("branch.*");
+    await page.waitForFunction(() => [...document.querySelectorAll("#activity tbody th")].every((th) => th.textContent.startsWith("branch.")));
+    await page.getByLabel("Branch or tag").fill("main");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.waitForURL(/ref=main/);
+    await page.locator("#activity tbody tr").first().waitFor(); // the filtered page, loaded anew
+    const refs = await page.locator("#activity tbody td:nth-child(3)").allTextContents();
+    assert.ok(refs.length > 0 && refs.every((r) => r === "main"), `filtered to main: ${refs}`);
+  });
+
+  test("follows the feed live", async () => {
+    await page.goto(`${base}/ui/#/activity?types=namespace.*`);
+    await page.locator("#activity tbody tr, #activity-empty").first().waitFor();
+    await page.getByRole("button", { name: "Live" }).click();
+    await page.locator("#activity-live").waitFor();
+    const res = await fetch(`${base}/v1/lake@ingest%2Fdaily/namespaces`, {
+      method: "POST", headers: { Authorization: "Bearer " + adminToken, "Content-Type": "application/json" },
+      body: JSON.stringify({ namespace: ["activity_live"] }),
+    });
+    assert.equal(res.status, 200, await res.text());
+    await page.locator("#activity tbody tr", { hasText: "activity_live" }).waitFor();
+    const first = page.locator("#activity tbody tr").first();
+    assert.equal(await first.locator("th").textContent(), "namespace.created");
+    assert.equal(await first.locator("td").nth(1).textContent(), "ingest/daily");
+    await shot(page, "activity-live");
+    await page.getByRole("button", { name: "Stop live tail" }).click();
+    await page.locator("#activity-live").waitFor({ state: "detached" });
+  });
+
+  test("shows a reader only what the policy lets it read", async () => {
+    // The catalog's own events (a GC run here) need admin.events.read:
+    // the admin sees the run, the viewer only the branches' events.
+    const res = await fetch(`${base}/api/floe/v1/gc`, {
+      method: "POST", headers: { Authorization: "Bearer " + adminToken, "Content-Type": "application/json" }, body: "{}",
+    });
+    assert.ok(res.status < 300, `gc: ${res.status} ${await res.text()}`);
+    for (let i = 0; i < 100 && (await api("/api/floe/v1/events?types=gc.completed")).events.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 200)); // the run finishes in the background
+    }
+    assert.equal((await api("/api/floe/v1/events?types=gc.completed", viewerToken)).events.length, 0, "the viewer reads no GC run");
+    await page.goto(`${base}/ui/#/activity?types=gc.completed`);
+    await page.locator("#activity tbody tr", { hasText: "file(s) deleted" }).first().waitFor();
+    const viewer = await session(viewerToken);
+    await viewer.goto(`${base}/ui/#/activity?types=gc.completed`);
+    await viewer.locator("#activity-empty").waitFor();
+    await viewer.goto(`${base}/ui/#/activity`);
+    await viewer.locator("#activity tbody tr").first().waitFor();
+    assert.deepEqual(viewer.errors, []);
+    await viewer.context().close();
   });
 });
 

@@ -17,7 +17,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 console="$(dirname "$here")"
-root="$(dirname "$console")"
+root="$(dirname "$(dirname "$console")")" # server/console is two levels down
 floe_bin="${FLOE_BIN:-$root/bin/floe}"
 go="${GO:-go}"
 shots="$root/bin/console-screenshots"

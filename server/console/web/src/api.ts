@@ -199,7 +199,62 @@ export const floe = {
   reviewMerge: (id: string, verdict: "approve" | "reject" | "cancel", reason: string) =>
     call<MergeRequest>("POST", `${FLOE}/merge-requests/${encodeURIComponent(id)}/${verdict}`, reason ? { reason } : {}),
   queueReport: (since = "24h") => call<QueueReport>("GET", `${FLOE}/merge-requests/report${qs({ since })}`),
+  // The change feed (/events): a page after a cursor, filtered by
+  // reference and type; "now" is the current end.
+  events: (f: { after?: string; ref?: string; types?: string; limit?: number }) =>
+    call<EventPage>("GET", `${FLOE}/events${qs(f)}`),
 };
+
+// FeedEvent is one event of the change feed (docs/changefeed.md).
+export type FeedEvent = {
+  id: string; type: string; ref: string; refType: string; commit: string; principal: string; time: string;
+  move?: { from?: string; to?: string; fastForward?: boolean };
+  commitDetails?: { message?: string; source?: string; operation?: string; keys?: string[][]; tables?: { key: string[]; class?: string; resolution?: string }[] };
+  content?: { key: string[]; previousKey?: string[]; via: string; iceberg?: { operation?: string; snapshotId?: string | number } };
+  queue?: { request: string; from?: string; to: string; reason?: string };
+  gc?: { id: string; outcome: string; deleted: number };
+  policy?: { source: string; revision?: string };
+};
+export type EventPage = { events: FeedEvent[]; next: string };
+
+// tailEvents follows the change feed as Server-Sent Events after a cursor
+// (with fetch, not EventSource, which cannot send the bearer token),
+// calling onEvent for each event and onNext as the cursor moves, until
+// signal aborts or the stream ends.
+export async function tailEvents(f: { after: string; ref?: string; types?: string }, signal: AbortSignal,
+  onEvent: (e: FeedEvent) => void, onNext: (id: string) => void): Promise<void> {
+  const headers: Record<string, string> = { Accept: "text/event-stream" };
+  const t = token();
+  if (t) headers.Authorization = "Bearer " + t;
+  const res = await fetch(`${FLOE}/events${qs(f)}`, { headers, signal, credentials: "omit" });
+  if (!res.ok || !res.body) {
+    const text = await res.text();
+    let json: any;
+    try { json = parseJSON(text); } catch { json = undefined; }
+    throw errorOf(res.status, json ?? { message: text || res.statusText });
+  }
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    let cut: number;
+    while ((cut = buf.indexOf("\n\n")) >= 0) {
+      const msg = buf.slice(0, cut);
+      buf = buf.slice(cut + 2);
+      let id = "", event = "", data = "";
+      for (const line of msg.split("\n")) {
+        if (line.startsWith("id: ")) id = line.slice(4);
+        else if (line.startsWith("event: ")) event = line.slice(7);
+        else if (line.startsWith("data: ")) data += line.slice(6);
+      }
+      if (event === "error") throw errorOf(500, parseJSON(data));
+      if (data) onEvent(parseJSON(data) as FeedEvent);
+      if (id) onNext(id);
+    }
+  }
+}
 
 // ---- Iceberg REST catalog (/v1) ----
 

@@ -5,6 +5,7 @@
 import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { iceberg, setToken, token } from "./api";
+import { ActivityPage } from "./pages/activity";
 import { DiffPage } from "./pages/diff";
 import { LogPage } from "./pages/log";
 import { QueuePage, QueueRequestPage } from "./pages/queue";
@@ -45,6 +46,8 @@ function Page({ route }: { route: Route }) {
     case "queue": return rest[0]
       ? <QueueRequestPage id={rest[0]} />
       : <QueuePage state={q.get("state") ?? undefined} target={q.get("target") ?? undefined} prefix={q.get("prefix") ?? undefined} />;
+    // Keyed by the filters: a new filter is a new page, with its own load.
+    case "activity": return <ActivityPage key={q.toString()} at={q.get("ref") ?? undefined} types={q.get("types") ?? undefined} />;
     case "signin": return <SignIn />;
     default: return <p class="note error" role="alert">No page {page}. <a href="#/">References</a></p>;
   }
@@ -101,7 +104,7 @@ function App() {
   const [n, setN] = useState(0);
   useEffect(() => { if (n > 0) main.current?.focus(); setN(n + 1); }, [location.hash]);
   const nav: [string, string, string[]][] = [["References", "#/", [""]], ["Contents", "#/ref/main", ["ref", "table", "view"]],
-    ["History", "#/log/main", ["log"]], ["Diff", "#/diff", ["diff"]], ["Merge queue", "#/queue", ["queue"]]];
+    ["History", "#/log/main", ["log"]], ["Diff", "#/diff", ["diff"]], ["Merge queue", "#/queue", ["queue"]], ["Activity", "#/activity", ["activity"]]];
   return (
     <>
       <header class="top">
