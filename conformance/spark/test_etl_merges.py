@@ -91,13 +91,8 @@ def test_row_level_conflict_is_refused_and_writes_nothing(spark, floe: FloeServe
 
     spark.sql(f"DELETE FROM {cat}.{t} WHERE id = 1")
     spark.sql(f"DELETE FROM floe.{t} WHERE id = 3")
-    head = floe.nessie("GET", "/trees/main")["reference"]["hash"]
-
-    proc = floe_cli(floe, "merge", branch, "--into", "main")
-    assert proc.returncode != 0, proc.stdout
-    out = proc.stdout + proc.stderr
+    out = refused_merge(floe, branch)
     assert t in out and "file-conflict" in out, out
-    assert floe.nessie("GET", "/trees/main")["reference"]["hash"] == head
     assert rows(spark, f"SELECT id FROM floe.{t}") == [(1,), (2,)]
     assert rows(spark, f"SELECT id FROM {cat}.{t}") == [(2,), (3,)]
 
@@ -127,12 +122,8 @@ def test_deletion_vectors_of_one_file_on_both_sides_merge_as_their_union(spark, 
     clash, ccat = branch_catalog(spark, floe, "dvc")
     spark.sql(f"DELETE FROM {ccat}.{t} WHERE id = 3")
     spark.sql(f"DELETE FROM floe.{t} WHERE id = 3")
-    head = floe.nessie("GET", "/trees/main")["reference"]["hash"]
-    proc = floe_cli(floe, "merge", clash, "--into", "main")
-    assert proc.returncode != 0, proc.stdout
-    out = proc.stdout + proc.stderr
+    out = refused_merge(floe, clash)
     assert "rows changed on both sides" in out and "_row_id=" in out, out
-    assert floe.nessie("GET", "/trees/main")["reference"]["hash"] == head
     assert rows(spark, f"SELECT id FROM floe.{t}") == [(2,)]
 
 
@@ -152,13 +143,8 @@ def test_same_row_updated_on_both_sides_is_refused_naming_its_row_id(spark, floe
     branch, cat = branch_catalog(spark, floe, "up")
     spark.sql(f"UPDATE {cat}.{t} SET amount = 21.0 WHERE id = 2")
     spark.sql(f"UPDATE floe.{t} SET amount = 22.0 WHERE id = 2")
-    head = floe.nessie("GET", "/trees/main")["reference"]["hash"]
-
-    proc = floe_cli(floe, "merge", branch, "--into", "main")
-    assert proc.returncode != 0, proc.stdout
-    out = proc.stdout + proc.stderr
+    out = refused_merge(floe, branch)
     assert "rows changed on both sides" in out and f"_row_id={row_id}" in out, out
-    assert floe.nessie("GET", "/trees/main")["reference"]["hash"] == head
     assert rows(spark, f"SELECT id, amount FROM floe.{t}") == [(1, 10.0), (2, 22.0), (3, 30.0)]
     assert rows(spark, f"SELECT id, amount FROM {cat}.{t}") == [(1, 10.0), (2, 21.0), (3, 30.0)]
 
@@ -195,12 +181,8 @@ def test_v2_position_deletes_of_one_file_on_both_sides(spark, floe: FloeServer) 
     clash, ccat = branch_catalog(spark, floe, "posc")
     spark.sql(f"UPDATE {ccat}.{t2} SET amount = 31.0 WHERE id = 3")
     spark.sql(f"UPDATE floe.{t2} SET amount = 32.0 WHERE id = 3")
-    head = floe.nessie("GET", "/trees/main")["reference"]["hash"]
-    proc = floe_cli(floe, "merge", clash, "--into", "main")
-    assert proc.returncode != 0, proc.stdout
-    out = proc.stdout + proc.stderr
+    out = refused_merge(floe, clash)
     assert "rows changed on both sides" in out and "format v2 position deletes" in out and " at position 2" in out, out
-    assert floe.nessie("GET", "/trees/main")["reference"]["hash"] == head
     assert rows(spark, f"SELECT id, amount FROM floe.{t2}") == [(1, 10.0), (2, 20.0), (3, 32.0)]
     assert rows(spark, f"SELECT id, amount FROM {ccat}.{t2}") == [(1, 10.0), (2, 20.0), (3, 31.0)]
 
@@ -248,12 +230,8 @@ def test_files_rewritten_on_both_sides_merge_by_row_id(spark, floe: FloeServer) 
     row_id = one(spark, f"SELECT _row_id FROM floe.{t} WHERE id = 2")
     spark.sql(f"UPDATE {ccat}.{t} SET amount = 22.0 WHERE id = 2")
     spark.sql(f"UPDATE floe.{t} SET amount = 23.0 WHERE id = 2")
-    head = floe.nessie("GET", "/trees/main")["reference"]["hash"]
-    proc = floe_cli(floe, "merge", clash, "--into", "main")
-    assert proc.returncode != 0, proc.stdout
-    out = proc.stdout + proc.stderr
+    out = refused_merge(floe, clash)
     assert "rows changed on both sides" in out and f"_row_id={row_id}" in out, out
-    assert floe.nessie("GET", "/trees/main")["reference"]["hash"] == head
     assert rows(spark, f"SELECT id, amount FROM floe.{t} WHERE id = 2") == [(2, 23.0)]
 
 
@@ -287,6 +265,16 @@ def test_compaction_on_main_and_rewrite_on_branch_merge_by_row_id(spark, floe: F
     proc = floe_cli(floe, "merge", branch, "--into", "main")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert rows(spark, f"SELECT * FROM floe.{t}") == want
+
+
+def refused_merge(floe: FloeServer, branch: str) -> str:
+    """Merges branch into main, which must be refused with main's head
+    unchanged; returns what floe said."""
+    head = floe.nessie("GET", "/trees/main")["reference"]["hash"]
+    proc = floe_cli(floe, "merge", branch, "--into", "main")
+    assert proc.returncode != 0, proc.stdout
+    assert floe.nessie("GET", "/trees/main")["reference"]["hash"] == head
+    return proc.stdout + proc.stderr
 
 
 def new_orders(spark, prefix: str, version: int, mode: str) -> str:
