@@ -468,6 +468,9 @@ func (p *Process) startPolicy(ctx context.Context, opts *policy.Options, decisio
 	}
 	o := *opts
 	o.Logger, o.Metrics = p.logger, reg
+	if o.OnActivate == nil && p.store != nil {
+		o.OnActivate = p.policyActivated // events.go
+	}
 	if decisionLog != nil {
 		o.DecisionLog = decisionLog
 	}
