@@ -29,7 +29,7 @@ FUZZTIME     ?= 20s
 
 .PHONY: build run test check bench bench-peers lint layout fuzz clean
 
-# The PostgreSQL tests (versionstore/pgbackend, internal/testkit/replicas) start a
+# The PostgreSQL tests (versionstore/pgbackend, conformance/testkit/replicas) start a
 # private cluster; `make test` installs PostgreSQL first (pgtest/install.sh)
 # and makes its absence a failure rather than a skip.
 test: export FLOE_REQUIRE_POSTGRES := 1
@@ -48,7 +48,7 @@ run: build
 
 ## test: fetch modules, vet, then run every test with the race detector
 test: build
-	bash internal/testkit/pgtest/install.sh
+	bash conformance/testkit/pgtest/install.sh
 	$(GO) mod download
 	$(GO) vet ./...
 	python3 docs/checklinks.py
@@ -73,28 +73,28 @@ test: build
 check: lint
 	$(GO) test -short -timeout $(TEST_TIMEOUT) ./...
 
-## bench: run floe and Nessie side by side (internal/testkit/peerbench, needs Java
+## bench: run floe and Nessie side by side (conformance/testkit/peerbench, needs Java
 ## 21+ for Nessie), then the benchmarks of every other package; tabulate;
 ## then bench-peers when Java is present
 bench: build
-	@bash internal/testkit/peerbench/run.sh $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -timeout $(TEST_TIMEOUT) ./internal/testkit/peerbench/ | tee bin/bench-peer.txt \
+	@bash conformance/testkit/peerbench/run.sh $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -timeout $(TEST_TIMEOUT) ./conformance/testkit/peerbench/ | tee bin/bench-peer.txt \
 		|| echo "peer benchmark failed (see above); going on with the other benchmarks"
-	@pkgs="$$(grep -rl --include='*_test.go' -E '^func Benchmark' . | xargs -r -n1 dirname | grep -v '^./internal/testkit/peerbench$$' | sort -u)"; \
+	@pkgs="$$(grep -rl --include='*_test.go' -E '^func Benchmark' . | xargs -r -n1 dirname | grep -v '^./conformance/testkit/peerbench$$' | sort -u)"; \
 	if [ -z "$$pkgs" ]; then echo "no benchmarks found"; exit 0; fi; \
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -timeout $(TEST_TIMEOUT) $$pkgs | tee bin/bench.txt; \
 	echo; \
 	grep -h '^peer: \(machine\|floe\|nessie\):' bin/bench-peer.txt || true; \
-	$(GO) run ./internal/testkit/benchtable bin/bench-peer.txt bin/bench.txt
+	$(GO) run ./conformance/testkit/benchtable bin/bench-peer.txt bin/bench.txt
 	@if command -v java >/dev/null || compgen -G '/usr/lib/jvm/*/bin/java' >/dev/null; then \
 		$(MAKE) --no-print-directory bench-peers || echo "Iceberg REST peer benchmark failed (see above)"; \
 	else echo "no Java: bench-peers skipped"; fi
 
 ## bench-peers: floe, Apache Iceberg's reference REST server and Nessie side
-## by side on the Iceberg REST API (internal/testkit/icebergpeers; Java 21+, Maven,
+## by side on the Iceberg REST API (conformance/testkit/icebergpeers; Java 21+, Maven,
 ## Python 3); ICEBERGPEERS_STEP=2s ICEBERGPEERS_RUNS=1 for a quick look
 bench-peers: build
 	@mkdir -p bin
-	@bash internal/testkit/icebergpeers/run.sh | tee bin/bench-icebergpeers.txt
+	@bash conformance/testkit/icebergpeers/run.sh | tee bin/bench-icebergpeers.txt
 
 ## lint: gofmt must have nothing to change, go vet must pass, and every
 ## relative link in the Markdown must resolve (docs/checklinks.py)

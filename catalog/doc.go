@@ -1,7 +1,8 @@
-// Package catalog groups what floe is to an engine beside the version store.
+// Package catalog is the catalog service below the APIs, where a table
+// commit is decided.
 //
-// The package itself is the catalog service below the APIs. It commits
-// Iceberg table changes on a branch (Service.CommitTables, commit.go):
+// It commits Iceberg table changes on a branch (Service.CommitTables,
+// commit.go):
 // requirements checked against the branch head (requirements.go), a stale
 // append or row-level commit rebased onto it without a retry (rebase.go,
 // rebaserows.go), the updates checked (validate.go, sharedfiles.go,

@@ -3,7 +3,7 @@ package catalog_test
 import (
 	"testing"
 
-	"github.com/floe-catalog/floe/internal/testkit/layering"
+	"github.com/floe-catalog/floe/conformance/testkit/layering"
 )
 
 // TestImports keeps the catalog below the APIs and the server.

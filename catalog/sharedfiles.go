@@ -6,7 +6,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 )
 
 // Every table floe serves carries icebergtable.SharedFileProperties

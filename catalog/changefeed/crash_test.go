@@ -12,8 +12,9 @@ import (
 
 	"github.com/floe-catalog/floe/catalog/changefeed"
 	"github.com/floe-catalog/floe/catalog/changefeed/feedtest"
-	"github.com/floe-catalog/floe/internal/testkit/crashchild"
+	"github.com/floe-catalog/floe/conformance/testkit/crashchild"
 	"github.com/floe-catalog/floe/versionstore"
+	"github.com/floe-catalog/floe/versionstore/feedevent"
 )
 
 // TestCrashResume kills a real process with SIGKILL in the middle of a
@@ -220,7 +221,7 @@ func TestCrashChild(t *testing.T) {
 					// An event beside the history, with the record of the
 					// state it reports, as the merge queue writes them.
 					rk := fmt.Sprintf("crash/c%s_w%d_%d", cycle, w, i)
-					ev, err := changefeed.QueueEvent(b, "crash", changefeed.QueueChange{Request: rk, To: "queued"})
+					ev, err := feedevent.QueueEvent(b, "crash", feedevent.QueueChange{Request: rk, To: "queued"})
 					if err != nil {
 						t.Error(err)
 						return

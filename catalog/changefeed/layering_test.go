@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/floe-catalog/floe/internal/testkit/layering"
+	"github.com/floe-catalog/floe/conformance/testkit/layering"
 )
 
 // TestLayering holds the package to its doc.go: below the APIs, and

@@ -9,6 +9,7 @@ import (
 
 	"github.com/floe-catalog/floe/catalog/changefeed"
 	"github.com/floe-catalog/floe/versionstore"
+	"github.com/floe-catalog/floe/versionstore/feedevent"
 )
 
 // TestReplayRebuildsEveryBranch is the model test of the derivation: a
@@ -130,7 +131,7 @@ func replayModel(t *testing.T, seed uint64) {
 			id := fmt.Sprint("a", step)
 			if name == b && step%2 == 0 { // no draw from rng: the histories stay those of the seeds
 				// A landing's events ride on the move.
-				ev, err := changefeed.QueueEvent(b, "model", changefeed.QueueChange{Request: id, From: "validating", To: "merged"})
+				ev, err := feedevent.QueueEvent(b, "model", feedevent.QueueChange{Request: id, From: "validating", To: "merged"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -149,7 +150,7 @@ func replayModel(t *testing.T, seed uint64) {
 			branches = slices.DeleteFunc(branches, func(x string) bool { return x == b })
 		case op == 18: // a request's change of state, with its record
 			id := fmt.Sprint("q", step)
-			ev, err := changefeed.QueueEvent(b, "model", changefeed.QueueChange{Request: id, To: "queued"})
+			ev, err := feedevent.QueueEvent(b, "model", feedevent.QueueChange{Request: id, To: "queued"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +160,7 @@ func replayModel(t *testing.T, seed uint64) {
 			appended = append(appended, id)
 		case op == 19: // a GC run, on no reference
 			id := fmt.Sprint("g", step)
-			ev, err := changefeed.GCEvent("model", changefeed.GCRun{ID: id, Outcome: "ok"})
+			ev, err := feedevent.GCEvent("model", feedevent.GCRun{ID: id, Outcome: "ok"})
 			if err != nil {
 				t.Fatal(err)
 			}

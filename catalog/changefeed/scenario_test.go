@@ -20,6 +20,7 @@ import (
 
 	"github.com/floe-catalog/floe/catalog/changefeed"
 	"github.com/floe-catalog/floe/versionstore"
+	"github.com/floe-catalog/floe/versionstore/feedevent"
 	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 )
 
@@ -305,14 +306,14 @@ func (d *scenario) logEvent(t *testing.T, td *datadriven.TestData) string {
 	var err error
 	switch td.Cmd {
 	case "queue":
-		ev, err = changefeed.QueueEvent(words(td)[0], arg(t, td, "by", "scenario"), changefeed.QueueChange{
+		ev, err = feedevent.QueueEvent(words(td)[0], arg(t, td, "by", "scenario"), feedevent.QueueChange{
 			Request: arg(t, td, "request", ""), Source: arg(t, td, "source", ""), From: arg(t, td, "from", ""),
 			To: arg(t, td, "to", ""), Reason: strings.ReplaceAll(arg(t, td, "reason", ""), "_", " ")})
 	case "gc":
 		n, _ := strconv.ParseInt(arg(t, td, "deleted", "0"), 10, 64)
-		ev, err = changefeed.GCEvent(arg(t, td, "by", "scenario"), changefeed.GCRun{ID: arg(t, td, "id", ""), Outcome: "ok", Deleted: n})
+		ev, err = feedevent.GCEvent(arg(t, td, "by", "scenario"), feedevent.GCRun{ID: arg(t, td, "id", ""), Outcome: "ok", Deleted: n})
 	case "policy":
-		ev, err = changefeed.PolicyEvent(changefeed.PolicyActivation{Source: arg(t, td, "source", "embedded"), Revision: arg(t, td, "revision", "")})
+		ev, err = feedevent.PolicyEvent(feedevent.PolicyActivation{Source: arg(t, td, "source", "embedded"), Revision: arg(t, td, "revision", "")})
 	}
 	if err != nil {
 		td.Fatalf(t, "%v", err)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 )
 
 // Summaries reads the summary of an Iceberg table's snapshot: its

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/floe-catalog/floe/catalog/changefeed"
-	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

@@ -11,6 +11,7 @@ import (
 	"github.com/floe-catalog/floe/catalog/eventhooks"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
+	"github.com/floe-catalog/floe/versionstore/feedevent"
 )
 
 // eventsDecider lets svc-admin read everything and svc-reader every
@@ -51,15 +52,15 @@ func TestEventsOnNoReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gcRun, err := changefeed.GCEvent("ops", changefeed.GCRun{ID: "g1", Outcome: "ok", Deleted: 3})
+	gcRun, err := feedevent.GCEvent("ops", feedevent.GCRun{ID: "g1", Outcome: "ok", Deleted: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	activated, err := changefeed.PolicyEvent(changefeed.PolicyActivation{Source: "bundle", Revision: "r1"})
+	activated, err := feedevent.PolicyEvent(feedevent.PolicyActivation{Source: "bundle", Revision: "r1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	queued, err := changefeed.QueueEvent("main", "alice", changefeed.QueueChange{Request: "q1", Source: "etl", To: "queued"})
+	queued, err := feedevent.QueueEvent("main", "alice", feedevent.QueueChange{Request: "q1", Source: "etl", To: "queued"})
 	if err != nil {
 		t.Fatal(err)
 	}

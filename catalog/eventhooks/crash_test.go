@@ -14,7 +14,7 @@ import (
 	"github.com/floe-catalog/floe/catalog/changefeed"
 	"github.com/floe-catalog/floe/catalog/changefeed/feedtest"
 	"github.com/floe-catalog/floe/catalog/eventhooks"
-	"github.com/floe-catalog/floe/internal/testkit/crashchild"
+	"github.com/floe-catalog/floe/conformance/testkit/crashchild"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/floe-catalog/floe/catalog/changefeed"
 	"github.com/floe-catalog/floe/catalog/changefeed/feedtest"
 	"github.com/floe-catalog/floe/catalog/eventhooks"
-	"github.com/floe-catalog/floe/internal/testkit/pgtest"
+	"github.com/floe-catalog/floe/conformance/testkit/pgtest"
 	"github.com/floe-catalog/floe/versionstore"
 	"github.com/floe-catalog/floe/versionstore/lease"
 	"github.com/floe-catalog/floe/versionstore/pgbackend"

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
 )
 
 // cliEnv is a real `floe serve` and the means to drive it: the floe CLI as

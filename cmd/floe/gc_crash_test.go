@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floe-catalog/floe/conformance/testkit/rowlake"
 	"github.com/floe-catalog/floe/housekeeping/gc"
-	"github.com/floe-catalog/floe/internal/testkit/rowlake"
 )
 
 // crashOrphansEnv and crashPointsEnv enlarge TestGCCrashMidSweep: more

@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
-	"github.com/floe-catalog/floe/catalog/s3sign"
-	"github.com/floe-catalog/floe/catalog/s3vend"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
+	"github.com/floe-catalog/floe/iceberg/s3sign"
+	"github.com/floe-catalog/floe/iceberg/s3vend"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 )
 

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/conformance/testkit/rowlake"
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
 	"github.com/floe-catalog/floe/housekeeping/gc"
-	"github.com/floe-catalog/floe/internal/testkit/rowlake"
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

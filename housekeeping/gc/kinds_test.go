@@ -8,9 +8,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/view"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/conformance/testkit/rowlake"
 	"github.com/floe-catalog/floe/housekeeping/gc"
-	"github.com/floe-catalog/floe/internal/testkit/rowlake"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

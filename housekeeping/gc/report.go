@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/floe-catalog/floe/catalog/changefeed"
 	"github.com/floe-catalog/floe/internal/apidoc"
 	"github.com/floe-catalog/floe/versionstore"
+	"github.com/floe-catalog/floe/versionstore/feedevent"
 )
 
 // The report's document lives in internal/apidoc, which the CLI's client
@@ -57,7 +57,7 @@ func (c *Collector) saveReport(ctx context.Context, rep *Report) error {
 		// feed, written with its report in one durable write: the feed
 		// shows a run exactly when its report was kept.
 		var ev versionstore.LogEvent
-		if ev, err = changefeed.GCEvent(rep.Principal, changefeed.GCRun{
+		if ev, err = feedevent.GCEvent(rep.Principal, feedevent.GCRun{
 			ID: rep.ID, Started: rep.Started, Finished: rep.Finished, Outcome: rep.Outcome, Error: rep.Error,
 			Refs: rep.Refs, Live: rep.Live, Deleted: rep.Deleted, DeletedBytes: rep.DeletedBytes, DeleteErrors: rep.DeleteErrors,
 		}); err == nil {

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 )
 
 // Unreferenced names the files of no table the mark met (a dropped table,

@@ -3,7 +3,7 @@ package maintenance_test
 import (
 	"testing"
 
-	"github.com/floe-catalog/floe/internal/testkit/layering"
+	"github.com/floe-catalog/floe/conformance/testkit/layering"
 )
 
 // TestImports holds the package to its layer: below the APIs.

@@ -6,7 +6,7 @@ package classify_test
 // what the version store holds at the merge base and both heads.
 // testdata/README.md describes the language; the commands that make
 // and write tables (table, branch, append, delete, alter, drop, and
-// compact's new file) are internal/testkit/lakescenario's, shared with the
+// compact's new file) are conformance/testkit/lakescenario's, shared with the
 // mergeengine and mergecheck scenarios.
 //
 // Rewrite the expected outputs after a deliberate change of behavior with
@@ -23,9 +23,9 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/cockroachdb/datadriven"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
-	"github.com/floe-catalog/floe/internal/testkit/lakescenario"
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/conformance/testkit/lakescenario"
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/merge/classify"
 	"github.com/floe-catalog/floe/versionstore"
 )

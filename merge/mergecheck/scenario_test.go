@@ -7,7 +7,7 @@ package mergecheck_test
 // merged onto a branch at the target's head), and the validator reads
 // what the store holds. testdata/README.md describes the language; the
 // commands that make and write tables (table, branch, append, overwrite,
-// alter, drop) are internal/testkit/lakescenario's, shared with the classify and
+// alter, drop) are conformance/testkit/lakescenario's, shared with the classify and
 // mergeengine scenarios.
 //
 // Rewrite the expected outputs after a deliberate change of behavior with
@@ -25,9 +25,9 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/cockroachdb/datadriven"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
-	"github.com/floe-catalog/floe/internal/testkit/lakescenario"
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/conformance/testkit/lakescenario"
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/merge/mergecheck"
 	"github.com/floe-catalog/floe/merge/mergeengine"
 	"github.com/floe-catalog/floe/policy"

@@ -18,9 +18,9 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
-	"github.com/floe-catalog/floe/internal/testkit/lakescenario"
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/conformance/testkit/lakescenario"
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/merge/mergeengine"
 	"github.com/floe-catalog/floe/merge/tablemerge"
 	"github.com/floe-catalog/floe/versionstore"
@@ -134,7 +134,7 @@ func BenchmarkMergeNoConflict(b *testing.B) {
 }
 
 // The row-level merges below run on real tables: iceberg-go writes them
-// through a real floe server (internal/testkit/testserver, a temporary directory),
+// through a real floe server (conformance/testkit/testserver, a temporary directory),
 // and the merge is the engine's, called in the benchmark's process over
 // the server's store and warehouse with a metadata cache of its own,
 // empty at each merge, so every manifest list, manifest and Puffin file

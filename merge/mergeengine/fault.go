@@ -9,7 +9,7 @@ import (
 
 	"gocloud.dev/gcerrors"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/merge/tablemerge"
 	"github.com/floe-catalog/floe/versionstore"
 )

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/merge/tablemerge"
 )
 

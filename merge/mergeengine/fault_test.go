@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/floe-catalog/floe/internal/testkit/unwritable"
+	"github.com/floe-catalog/floe/conformance/testkit/unwritable"
 	"github.com/floe-catalog/floe/rest/floeapi"
 )
 

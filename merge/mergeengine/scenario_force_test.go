@@ -11,7 +11,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
-	"github.com/floe-catalog/floe/internal/testkit/lakescenario"
+	"github.com/floe-catalog/floe/conformance/testkit/lakescenario"
 	"github.com/floe-catalog/floe/merge/classify"
 )
 

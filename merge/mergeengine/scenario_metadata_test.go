@@ -11,8 +11,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/cockroachdb/datadriven"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
-	"github.com/floe-catalog/floe/internal/testkit/lakescenario"
+	"github.com/floe-catalog/floe/conformance/testkit/lakescenario"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/merge/tablemerge"
 )
 

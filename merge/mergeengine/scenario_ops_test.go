@@ -16,7 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cockroachdb/datadriven"
 
-	"github.com/floe-catalog/floe/internal/testkit/lakescenario"
+	"github.com/floe-catalog/floe/conformance/testkit/lakescenario"
 	"github.com/floe-catalog/floe/merge/classify"
 	"github.com/floe-catalog/floe/merge/tablemerge"
 	"github.com/floe-catalog/floe/versionstore"

@@ -9,7 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cockroachdb/datadriven"
 
-	"github.com/floe-catalog/floe/internal/testkit/lakescenario"
+	"github.com/floe-catalog/floe/conformance/testkit/lakescenario"
 )
 
 // column on=B table=T column=C: every row's id and its value of column C

@@ -6,7 +6,7 @@ package mergeengine_test
 // (lake@BRANCH), merges go through the Nessie API v2, and iceberg-go's
 // scanner reads the rows back. testdata/README.md describes the language;
 // the commands that make and write tables (table, branch, append, delete,
-// overwrite, alter, and compact's new file) are internal/testkit/lakescenario's,
+// overwrite, alter, and compact's new file) are conformance/testkit/lakescenario's,
 // shared with the classify and mergecheck scenarios.
 //
 // Rewrite the expected outputs after a deliberate change of behavior with
@@ -26,8 +26,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/cockroachdb/datadriven"
 
-	"github.com/floe-catalog/floe/internal/testkit/lakescenario"
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/conformance/testkit/lakescenario"
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
 	"github.com/floe-catalog/floe/merge/classify"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/rest/authz"

@@ -8,7 +8,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/merge/mergeengine"
 	"github.com/floe-catalog/floe/versionstore"
 )

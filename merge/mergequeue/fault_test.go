@@ -15,9 +15,9 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
-	"github.com/floe-catalog/floe/internal/testkit/lakescenario"
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
-	"github.com/floe-catalog/floe/internal/testkit/unwritable"
+	"github.com/floe-catalog/floe/conformance/testkit/lakescenario"
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
+	"github.com/floe-catalog/floe/conformance/testkit/unwritable"
 	"github.com/floe-catalog/floe/merge/mergequeue"
 	"github.com/floe-catalog/floe/server/assemble"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floe-catalog/floe/internal/testkit/pgtest"
+	"github.com/floe-catalog/floe/conformance/testkit/pgtest"
 	"github.com/floe-catalog/floe/merge/mergeengine"
 	"github.com/floe-catalog/floe/merge/mergequeue"
 	"github.com/floe-catalog/floe/versionstore"

@@ -32,10 +32,10 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/cockroachdb/datadriven"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/conformance/testkit/lakescenario"
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/internal/nessieclient"
-	"github.com/floe-catalog/floe/internal/testkit/lakescenario"
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
 	"github.com/floe-catalog/floe/merge/mergecheck"
 	"github.com/floe-catalog/floe/merge/mergequeue"
 	"github.com/floe-catalog/floe/server/assemble"

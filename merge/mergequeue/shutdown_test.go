@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
 	"github.com/floe-catalog/floe/merge/mergequeue"
 	"github.com/floe-catalog/floe/server/assemble"
 	"github.com/floe-catalog/floe/versionstore"

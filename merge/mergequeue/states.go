@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/floe-catalog/floe/catalog/changefeed"
 	"github.com/floe-catalog/floe/internal/apidoc"
 	"github.com/floe-catalog/floe/versionstore"
+	"github.com/floe-catalog/floe/versionstore/feedevent"
 )
 
 // The states of a request, and the only ways between them:
@@ -121,7 +121,7 @@ func stateEvent(prev, next *Request) (versionstore.LogEvent, bool, error) {
 	if n := len(next.Audit); n > 0 {
 		principal = next.Audit[n-1].Principal
 	}
-	ev, err := changefeed.QueueEvent(next.Target, principal, changefeed.QueueChange{
+	ev, err := feedevent.QueueEvent(next.Target, principal, feedevent.QueueChange{
 		Request: next.ID, Source: next.Source, From: from, To: next.State, Reason: next.Reason, Commit: next.LandedCommit})
 	return ev, err == nil, err
 }

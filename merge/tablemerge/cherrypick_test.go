@@ -17,7 +17,7 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/merge/tablemerge"
 )
 

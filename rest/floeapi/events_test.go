@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/floe-catalog/floe/catalog/changefeed"
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/floeapi"
 	"github.com/floe-catalog/floe/server/assemble"
 	"github.com/floe-catalog/floe/versionstore"
+	"github.com/floe-catalog/floe/versionstore/feedevent"
 )
 
 // createNamespace makes a namespace on branch through the store, as
@@ -204,7 +205,7 @@ func TestEventsOnlyWhatPolicyLetsTheReaderRead(t *testing.T) {
 	}
 	createNamespace(t, s.Store, "secret/x", "hidden", "sam")
 	createNamespace(t, s.Store, "main", "open", "alice")
-	gcRun, err := changefeed.GCEvent("sam", changefeed.GCRun{ID: "g1", Outcome: "ok", Deleted: 2})
+	gcRun, err := feedevent.GCEvent("sam", feedevent.GCRun{ID: "g1", Outcome: "ok", Deleted: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

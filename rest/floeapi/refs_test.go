@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
 	"github.com/floe-catalog/floe/housekeeping/refretention"
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/floeapi"

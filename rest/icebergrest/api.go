@@ -17,8 +17,8 @@ import (
 
 	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/catalog/changefeed"
-	"github.com/floe-catalog/floe/catalog/icebergtable"
 	"github.com/floe-catalog/floe/housekeeping/maintenance"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/rest/httpapi"
 	"github.com/floe-catalog/floe/versionstore"

@@ -6,7 +6,7 @@ import (
 	"github.com/apache/iceberg-go/view"
 
 	"github.com/floe-catalog/floe/catalog"
-	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

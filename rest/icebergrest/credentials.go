@@ -11,14 +11,14 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floe-catalog/floe/catalog/s3vend"
+	"github.com/floe-catalog/floe/iceberg/s3vend"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/rest/authz"
 )
 
 // VendedCredentials makes a warehouse on S3 vend its engines short-lived
 // credentials per table (STS AssumeRole with a session policy limited to
-// the table's prefixes, catalog/s3vend): read-only, or read-write for
+// the table's prefixes, iceberg/s3vend): read-only, or read-write for
 // principals the policy lets write the table at the branch, and never
 // able to delete.
 type VendedCredentials struct {

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/floe-catalog/floe/catalog"
-	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )

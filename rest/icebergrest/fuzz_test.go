@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
 )
 
 // Fuzz targets for the request bodies of the Iceberg REST API: each sends

@@ -3,7 +3,7 @@ package icebergrest
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 )
 
 // metrics are the facade's own collectors; HTTP request metrics come from

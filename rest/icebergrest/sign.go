@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/floe-catalog/floe/catalog/s3sign"
+	"github.com/floe-catalog/floe/iceberg/s3sign"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/rest/authz"
 )

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
-	"github.com/floe-catalog/floe/catalog/s3sign"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
+	"github.com/floe-catalog/floe/iceberg/s3sign"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"

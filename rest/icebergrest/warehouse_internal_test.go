@@ -5,7 +5,7 @@ import (
 	"maps"
 	"testing"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 )
 
 func TestTableReplyCarriesClientConfig(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 )
 

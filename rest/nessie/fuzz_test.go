@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 )
 
 // Fuzz targets for the request bodies of the Nessie API's writes: each

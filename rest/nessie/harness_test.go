@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/rest/nessie"
 	"github.com/floe-catalog/floe/versionstore"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/floe-catalog/floe/catalog"
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/server/assemble"
 )

@@ -15,7 +15,7 @@
 // is answered by open services, and every decision it caused is logged.
 //
 // `floe serve` (cmd/floe) turns flags into a Config and calls Run; the test
-// server (internal/testkit/testserver) calls Build and Serve, so tests exercise
+// server (conformance/testkit/testserver) calls Build and Serve, so tests exercise
 // the same assembly. A new service or background worker is added here,
 // never as a side effect of mounting routes.
 //

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/floe-catalog/floe/catalog/changefeed"
 	"github.com/floe-catalog/floe/policy"
+	"github.com/floe-catalog/floe/versionstore/feedevent"
 )
 
 // policyActivated appends a policy bundle activation to the change feed
@@ -19,7 +19,7 @@ func (p *Process) policyActivated(ctx context.Context, a policy.Activation) {
 	if err != nil {
 		host = "unknown-host"
 	}
-	ev, err := changefeed.PolicyEvent(changefeed.PolicyActivation{Source: a.Source, Revision: a.Revision,
+	ev, err := feedevent.PolicyEvent(feedevent.PolicyActivation{Source: a.Source, Revision: a.Revision,
 		PreviousRevision: a.PreviousRevision, Replica: fmt.Sprintf("%s/%d", host, os.Getpid())})
 	if err == nil {
 		_, err = p.store.AppendEvent(context.WithoutCancel(ctx), ev)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/merge/classify"
 	"github.com/floe-catalog/floe/merge/mergeengine"
 	"github.com/floe-catalog/floe/rest/floeapi"

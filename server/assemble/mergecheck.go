@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/merge/mergecheck"
 	"github.com/floe-catalog/floe/merge/mergequeue"
 	"github.com/floe-catalog/floe/policy"

@@ -49,7 +49,7 @@ func ParseStore(store, dataDir string) (StoreKind, string, error) {
 // pointer-holding heap, which every garbage collection marks: at 2,000
 // Iceberg commits a second on Pebble a full 128 MiB cache cost 40 µs of
 // collection per commit, 32 MiB 18-20 µs (GODEBUG=gctrace=1, property
-// commits of internal/testkit/icebergpeers, issue 14), while a miss there is a
+// commits of conformance/testkit/icebergpeers, issue 14), while a miss there is a
 // memtable or block cache read. On PostgreSQL a miss is a round trip to
 // the database, worth more memory.
 const (

@@ -16,7 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/floe-catalog/floe/internal/testkit/pgtest"
+	"github.com/floe-catalog/floe/conformance/testkit/pgtest"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/server/assemble"
 )
