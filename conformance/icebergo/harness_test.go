@@ -7,7 +7,7 @@ import (
 
 	"github.com/apache/iceberg-go/catalog/rest"
 
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

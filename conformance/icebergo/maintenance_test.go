@@ -16,8 +16,8 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
 	"github.com/floe-catalog/floe/housekeeping/maintenance"
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
 	"github.com/floe-catalog/floe/versionstore"
 )
 

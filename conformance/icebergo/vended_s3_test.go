@@ -18,9 +18,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
-	"github.com/floe-catalog/floe/catalog/icebergtable"
-	"github.com/floe-catalog/floe/catalog/s3vend"
-	"github.com/floe-catalog/floe/internal/testkit/testserver"
+	"github.com/floe-catalog/floe/conformance/testkit/testserver"
+	"github.com/floe-catalog/floe/iceberg/icebergtable"
+	"github.com/floe-catalog/floe/iceberg/s3vend"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/versionstore"
 )

@@ -72,7 +72,7 @@ floe_moto_signing "s3 conformance" "$venv/bin/python" "$tmp"
 source "$here/minio.sh"
 floe_minio_install "s3 conformance"
 floe_minio_start "s3 conformance" "$tmp"
-"$go" test -count=1 -v -run 'S3VendedCredentials|VendAgainstMinIO' ./rest/icebergrest/ ./conformance/icebergo/ ./catalog/s3vend/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)'
+"$go" test -count=1 -v -run 'S3VendedCredentials|VendAgainstMinIO' ./rest/icebergrest/ ./conformance/icebergo/ ./iceberg/s3vend/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)'
 
 # PyIceberg through the same signer (test_pyiceberg_signing.py) and
 # through vended credentials on MinIO (test_pyiceberg_vended.py): its own venv (see

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/floe-catalog/floe/internal/testkit/pgtest"
+	"github.com/floe-catalog/floe/conformance/testkit/pgtest"
 	"github.com/floe-catalog/floe/versionstore"
 	"github.com/floe-catalog/floe/versionstore/lease"
 	"github.com/floe-catalog/floe/versionstore/pgbackend"

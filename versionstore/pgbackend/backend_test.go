@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/floe-catalog/floe/internal/testkit/pgtest"
+	"github.com/floe-catalog/floe/conformance/testkit/pgtest"
 	"github.com/floe-catalog/floe/versionstore/backend"
 	"github.com/floe-catalog/floe/versionstore/backend/backendtest"
 	"github.com/floe-catalog/floe/versionstore/pgbackend"

@@ -3,7 +3,7 @@ package storebackup_test
 import (
 	"testing"
 
-	"github.com/floe-catalog/floe/internal/testkit/layering"
+	"github.com/floe-catalog/floe/conformance/testkit/layering"
 )
 
 // TestImports keeps the package below the APIs.

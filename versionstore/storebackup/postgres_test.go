@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/floe-catalog/floe/internal/testkit/pgtest"
+	"github.com/floe-catalog/floe/conformance/testkit/pgtest"
 	"github.com/floe-catalog/floe/versionstore"
 	"github.com/floe-catalog/floe/versionstore/pgbackend"
 	"github.com/floe-catalog/floe/versionstore/storeexport"

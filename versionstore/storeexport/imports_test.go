@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/floe-catalog/floe/internal/testkit/layering"
+	"github.com/floe-catalog/floe/conformance/testkit/layering"
 )
 
 // TestImports keeps the package below the APIs, and on the backend
