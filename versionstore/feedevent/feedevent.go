@@ -88,4 +88,3 @@ func logEvent(kind, subject, principal string, doc any) (versionstore.LogEvent, 
 	}
 	return versionstore.LogEvent{Kind: kind, Subject: subject, Principal: principal, Payload: b}, nil
 }
-
