@@ -41,13 +41,13 @@ func TestCrashDelivery(t *testing.T) {
 	rcv := newReceiver(t)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
 	var delayMu sync.Mutex
-	rcv.status = func(int) int {
+	rcv.setStatus(func(int) int {
 		delayMu.Lock()
 		d := time.Duration(rng.IntN(3)) * time.Millisecond
 		delayMu.Unlock()
 		time.Sleep(d) // the receiver's lock is held: deliveries queue up behind it
 		return http.StatusOK
-	}
+	})
 	acked := map[string]string{} // commit -> branch
 	const cycles = 5
 	for cycle := range cycles {

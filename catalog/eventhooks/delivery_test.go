@@ -84,7 +84,7 @@ func TestSignatureRejected(t *testing.T) {
 	s := openStore(t, t.TempDir())
 	feed := changefeed.New(s, changefeed.Options{PollInterval: 5 * time.Millisecond})
 	rcv := newReceiver(t)
-	rcv.secret = "another secret"
+	rcv.setSecret("another secret")
 	sub := subscription("wrongkey", rcv.srv.URL)
 	sub.MaxAttempts = 2
 	svc, err := eventhooks.New(eventhooks.Options{Store: s, Feed: feed, Poll: 50 * time.Millisecond, Subscriptions: []eventhooks.Subscription{sub}})
@@ -184,14 +184,14 @@ func TestBackoffDeadLetterResume(t *testing.T) {
 	rcv := newReceiver(t)
 	var mu sync.Mutex
 	failing := true
-	rcv.status = func(int) int {
+	rcv.setStatus(func(int) int {
 		mu.Lock()
 		defer mu.Unlock()
 		if failing {
 			return http.StatusServiceUnavailable
 		}
 		return http.StatusOK
-	}
+	})
 	reg := prometheus.NewRegistry()
 	sub := subscription("flaky", rcv.srv.URL)
 	sub.MaxAttempts, sub.Backoff, sub.MaxBackoff = 4, 40*time.Millisecond, time.Second
@@ -320,7 +320,7 @@ func TestRetriesSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
 	rcv := newReceiver(t)
-	rcv.status = func(int) int { return http.StatusBadGateway }
+	rcv.setStatus(func(int) int { return http.StatusBadGateway })
 	sub := subscription("restarted", rcv.srv.URL)
 	sub.MaxAttempts, sub.Backoff, sub.MaxBackoff = 5, 50*time.Millisecond, 50*time.Millisecond
 	start := func() (*eventhooks.Service, func()) {

@@ -97,6 +97,28 @@ func newReceiver(t testing.TB) *receiver {
 	return r
 }
 
+// setStatus, setSecret and setStall change the receiver while its server
+// runs. They take the lock serve reads under: a request can come from a
+// child process, and nothing inside this process then orders the change
+// before the read.
+func (r *receiver) setStatus(status func(n int) int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.status = status
+}
+
+func (r *receiver) setSecret(secret string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.secret = secret
+}
+
+func (r *receiver) setStall(stall chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stall = stall
+}
+
 func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, err := io.ReadAll(req.Body)
 	if err != nil {

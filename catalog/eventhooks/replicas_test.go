@@ -64,7 +64,7 @@ func TestReplicasDeliverOnce(t *testing.T) {
 	rcv := newReceiver(t)
 	var mu sync.Mutex
 	var senders []string
-	rcv.status = func(int) int { return http.StatusOK }
+	rcv.setStatus(func(int) int { return http.StatusOK })
 	rcvServe := rcv.srv.Config.Handler
 	rcv.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()

@@ -21,7 +21,7 @@ func TestSlowWebhookDoesNotSlowCommits(t *testing.T) {
 	feed := changefeed.New(s, changefeed.Options{PollInterval: 5 * time.Millisecond})
 	rcv := newReceiver(t)
 	stall := make(chan struct{})
-	rcv.stall = stall
+	rcv.setStall(stall)
 	t.Cleanup(func() { close(stall) })
 	var subs []eventhooks.Subscription
 	for i := range 10 {
