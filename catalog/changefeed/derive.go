@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/floe-catalog/floe/housekeeping/refretention"
 	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/merge/classify"
 	"github.com/floe-catalog/floe/versionstore"
@@ -49,6 +50,11 @@ func (d *deriver) derive(ctx context.Context, e *versionstore.RefLogEntry) ([]Ev
 		ev := base
 		ev.Type, ev.Commit = pick(tag, TagDeleted, BranchDeleted), e.From.String()
 		ev.Move = &RefMove{From: e.From.String()}
+		// The retention sweep's deletions carry their reason in the
+		// entry's principal, the only free text the log keeps.
+		if reason, ok := refretention.ExpiryReason(e.Principal); ok {
+			ev.Type, ev.Principal, ev.Move.Reason = pick(tag, TagExpired, BranchExpired), refretention.Principal, reason
+		}
 		out = []Event{ev}
 	case versionstore.RefLogAssign:
 		out, err = d.assign(ctx, base, e)

@@ -3,10 +3,10 @@
 //
 // It is floe's catalog change feed: the events a consumer follows to learn
 // what happened in the catalog (tables and views created, updated, renamed,
-// dropped; namespace changes; branches and tags created, moved, deleted;
-// commits, merges with each table's classification, and transplants;
-// merge-queue state changes, GC runs and policy bundle activations), each
-// named by a cursor it can resume from.
+// dropped; namespace changes; branches and tags created, moved, deleted,
+// expired; commits, merges with each table's classification, and
+// transplants; merge-queue state changes, GC runs and policy bundle
+// activations), each named by a cursor it can resume from.
 //
 // The feed is the catalog's history, not a second copy of it. Events are
 // derived, on demand and deterministically, from what the version store

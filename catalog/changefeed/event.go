@@ -32,9 +32,13 @@ const (
 	BranchCreated Type = "branch.created"
 	BranchMoved   Type = "branch.moved" // assigned to another commit, not by a commit of its own
 	BranchDeleted Type = "branch.deleted"
+	// BranchExpired is a branch the retention sweep deleted past its
+	// maximum age (housekeeping/refretention); RefMove.Reason says why.
+	BranchExpired Type = "branch.expired"
 	TagCreated    Type = "tag.created"
 	TagMoved      Type = "tag.moved"
 	TagDeleted    Type = "tag.deleted"
+	TagExpired    Type = "tag.expired"
 
 	// CommitMade is a new commit on a branch (a Nessie or Iceberg commit,
 	// or one the branch received by a move that descends from its head).
@@ -61,7 +65,8 @@ func Types() []Type {
 		NamespaceCreated, NamespaceUpdated, NamespaceDropped,
 		TableCreated, TableUpdated, TableRenamed, TableDropped,
 		ViewCreated, ViewUpdated, ViewRenamed, ViewDropped,
-		BranchCreated, BranchMoved, BranchDeleted, TagCreated, TagMoved, TagDeleted,
+		BranchCreated, BranchMoved, BranchDeleted, BranchExpired,
+		TagCreated, TagMoved, TagDeleted, TagExpired,
 		CommitMade, MergeMade, TransplantMade,
 		QueueChanged, GCCompleted, PolicyActivated,
 	}
@@ -146,6 +151,10 @@ type RefMove struct {
 	// FastForward: To descends from From, so nothing was lost from the
 	// ref's history (a merge queue landing is one).
 	FastForward bool `json:"fastForward,omitempty"`
+	// Reason is why a branch.expired or tag.expired reference expired,
+	// as the retention sweep recorded it in the reference log: its
+	// maximum age, where that came from, and its last activity.
+	Reason string `json:"reason,omitempty"`
 }
 
 // CommitDetails describes commit, merge and transplant events.

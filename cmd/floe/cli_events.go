@@ -171,6 +171,9 @@ func describeEvent(ev floeclient.Event) string {
 		if ev.Move.FastForward {
 			b.WriteString(" (fast-forward)")
 		}
+		if ev.Move.Reason != "" {
+			fmt.Fprintf(&b, " (%s)", ev.Move.Reason)
+		}
 	}
 	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,8 +14,22 @@ import (
 
 // Principal is who the reference log names for a deletion by the expiry
 // sweep. The log has no message field (its format is pinned), so the
-// reason follows the principal after ": " (see Expire).
+// reason follows the principal after ": " (see Expire and ExpiryReason).
 const Principal = "floe-retention"
+
+// expiryPrefix starts the principal of every deletion the sweep makes.
+// The sweep is its only writer in floe; an identity provider that named
+// a principal so would have that principal's deletions read as expiries.
+const expiryPrefix = Principal + ": "
+
+// ExpiryReason tells, from the principal a reference-log DELETE entry
+// recorded, whether the deletion was a retention expiry, and why. It is
+// how the change feed reports branch.expired and tag.expired from what
+// the store keeps durably, without a second record.
+func ExpiryReason(principal string) (reason string, ok bool) {
+	reason, ok = strings.CutPrefix(principal, expiryPrefix)
+	return reason, ok && reason != ""
+}
 
 // Expired is one reference a sweep deleted, or would delete in a dry
 // run.
@@ -93,9 +108,9 @@ func (s *Service) sweep(ctx context.Context, now time.Time, res *SweepResult) er
 		if s.judged != nil {
 			s.judged(ref.Name)
 		}
-		reason := fmt.Sprintf("%s: expired by retention (max age %s from %s, inactive since %s)", Principal,
+		reason := fmt.Sprintf("expired by retention (max age %s from %s, inactive since %s)",
 			FormatDuration(e.MaxAge), e.MaxAgeSource, e.LastActivity.UTC().Format(time.RFC3339))
-		err = s.store.DeleteRef(ctx, versionstore.DeleteRefRequest{Name: ref.Name, Type: ref.Type, Expected: ref.Head, Principal: reason})
+		err = s.store.DeleteRef(ctx, versionstore.DeleteRefRequest{Name: ref.Name, Type: ref.Type, Expected: ref.Head, Principal: expiryPrefix + reason})
 		switch {
 		case errors.Is(err, versionstore.ErrReferenceConflict):
 			res.Skipped = append(res.Skipped, Skipped{Name: ref.Name, Reason: "moved since it was judged expired; it is live again"})

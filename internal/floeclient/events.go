@@ -24,6 +24,7 @@ type Event struct {
 		From        string `json:"from"`
 		To          string `json:"to"`
 		FastForward bool   `json:"fastForward"`
+		Reason      string `json:"reason"`
 	} `json:"move"`
 	CommitDetails *struct {
 		Message   string     `json:"message"`
