@@ -2,6 +2,7 @@ package changefeed_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -18,7 +19,8 @@ import (
 )
 
 // TestCrashResume kills a real process with SIGKILL in the middle of a
-// burst of commits and merges, again and again on one directory, while a
+// burst of commits, merges and merge-queue landings, again and again on
+// one directory, while a
 // consumer inside that process follows the feed. The consumer handles
 // each event by printing it; its cursor is the id of the last event it
 // printed, which the next process resumes from. At the end the parent
@@ -34,7 +36,16 @@ import (
 //     queue writes a request's change of state) that a writer was told
 //     succeeded is in it once, and every such event in it has its record
 //     in the recovered store: no state without its event, no event
-//     without its state.
+//     without its state;
+//   - every landing a writer was told succeeded (the store calls the
+//     merge queue makes: a candidate merge commit built on the target's
+//     head, then AssignRef of the target to it with the request's
+//     record and queue.changed event in the same write) is in it once:
+//     one branch.moved of the target to the candidate, the candidate's
+//     merge event on the target, and the request's "merged" event naming
+//     it; and every "merged" event in the feed has its request's record
+//     saying merged and its commit on the target: no landing reported
+//     that did not happen.
 //
 // The child is this test binary re-executed with crashChildEnv set.
 func TestCrashResume(t *testing.T) {
@@ -48,6 +59,7 @@ func TestCrashResume(t *testing.T) {
 	var seen []seenEvent
 	acked := map[string]string{}     // commit -> branch
 	ackedEvents := map[string]bool{} // record keys of acknowledged events
+	landed := map[string][2]string{} // request -> acknowledged landing: commit, target
 	const cycles = 5
 	for cycle := range cycles {
 		lines := runCrashChild(t, dir, cursor, cycle, time.Duration(300+rng.IntN(900))*time.Millisecond)
@@ -58,6 +70,8 @@ func TestCrashResume(t *testing.T) {
 				acked[f[1]] = f[2]
 			case f[0] == "ACKEV" && len(f) == 2:
 				ackedEvents[f[1]] = true
+			case f[0] == "ACKLAND" && len(f) == 4:
+				landed[f[1]] = [2]string{f[2], f[3]}
 			case f[0] == "SEEN" && len(f) == 5:
 				id, err := changefeed.ParseCursor(f[1])
 				if err != nil {
@@ -106,14 +120,39 @@ func TestCrashResume(t *testing.T) {
 			t.Errorf("acknowledged commit %s on %s: %d events", h, b, n)
 		}
 	}
-	requests := map[string]int{}
+	requests := map[string]int{} // queued events per request
+	merged := map[string]int{}   // "request commit target" of merged events
+	moves := map[string]int{}    // "target commit" of branch moves
 	for _, ev := range full {
+		if ev.Type == changefeed.BranchMoved {
+			moves[ev.Ref+" "+ev.Move.To]++
+		}
 		if ev.Type != changefeed.QueueChanged {
 			continue
 		}
-		requests[ev.Queue.Request]++
-		if _, err := s.GetRecord(t.Context(), ev.Queue.Request); err != nil {
+		rec, err := s.GetRecord(t.Context(), ev.Queue.Request)
+		if err != nil {
 			t.Errorf("event %s reports request %s, whose record is not in the store: %v", ev.ID, ev.Queue.Request, err)
+			continue
+		}
+		if ev.Queue.To != "merged" {
+			requests[ev.Queue.Request]++
+			continue
+		}
+		merged[ev.Queue.Request+" "+ev.Queue.Commit+" "+ev.Ref]++
+		if string(rec.Value) != "merged" {
+			t.Errorf("event %s reports request %s merged; its record says %q", ev.ID, ev.Queue.Request, rec.Value)
+		}
+		h, err := versionstore.ParseHash(ev.Queue.Commit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := s.GetRef(ev.Ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := s.IsAncestor(t.Context(), h, ref.Head); err != nil || !ok {
+			t.Errorf("event %s reports %s landed on %s, whose history does not have it (%v)", ev.ID, ev.Queue.Commit, ev.Ref, err)
 		}
 	}
 	for k := range ackedEvents {
@@ -126,7 +165,28 @@ func TestCrashResume(t *testing.T) {
 			t.Errorf("request %s: %d events", k, n)
 		}
 	}
-	t.Logf("%d acknowledged commits, %d acknowledged events beside them, %d events, all seen once", len(acked), len(ackedEvents), len(full))
+	for k, n := range merged {
+		if n != 1 {
+			t.Errorf("landing %s: %d merged events", k, n)
+		}
+	}
+	for req, l := range landed {
+		commit, target := l[0], l[1]
+		if n := merged[req+" "+commit+" "+target]; n != 1 {
+			t.Errorf("acknowledged landing of %s as %s on %s: %d merged events", req, commit, target, n)
+		}
+		if n := moves[target+" "+commit]; n != 1 {
+			t.Errorf("acknowledged landing of %s: %d moves of %s to %s", req, n, target, commit)
+		}
+		if n := commits[commit+" "+target]; n != 1 {
+			t.Errorf("acknowledged landing of %s: %d merge events of %s on %s", req, n, commit, target)
+		}
+	}
+	if len(landed) == 0 {
+		t.Error("no landing was acknowledged: the burst did not exercise the merge queue's writes")
+	}
+	t.Logf("%d acknowledged commits, %d acknowledged events beside them, %d acknowledged landings, %d events, all seen once",
+		len(acked), len(ackedEvents), len(landed), len(full))
 }
 
 type seenEvent struct {
@@ -217,6 +277,10 @@ func TestCrashChild(t *testing.T) {
 					}
 					continue
 				}
+				if rng.IntN(8) == 2 {
+					land(ctx, t, s, print, fmt.Sprintf("c%s_w%d_%d", cycle, w, i), b, branches[rng.IntN(len(branches))])
+					continue
+				}
 				if rng.IntN(8) == 1 {
 					// An event beside the history, with the record of the
 					// state it reports, as the merge queue writes them.
@@ -246,4 +310,87 @@ func TestCrashChild(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// land does what the merge queue does to land one request from source on
+// target, with the same store calls (mergequeue/states.go and land.go):
+// the request's record and queued event in one write; a candidate merge
+// commit built on the target's head on a scratch branch; the target
+// moved to the candidate by compare-and-swap with the record, now
+// merged, and the request's merged event in the same write; the scratch
+// branch deleted. It prints ACKEV once the request is queued and ACKLAND
+// once the landing is durable.
+func land(ctx context.Context, t *testing.T, s *versionstore.Store, print func(string, ...any), id, target, source string) {
+	if source == target {
+		return
+	}
+	req := "crash/queue/" + id
+	ev, err := feedevent.QueueEvent(target, "crash", feedevent.QueueChange{Request: req, Source: source, To: "queued"})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	if _, err := s.AppendEvent(ctx, ev, versionstore.Record{Key: req, Value: []byte("queued"), If: &versionstore.RecordCondition{Exists: false}}); err != nil {
+		fmt.Fprintln(os.Stderr, "queue:", err)
+		return
+	}
+	print("ACKEV %s", req)
+	// Like the queue, build the candidate again when a commit moved the
+	// target meanwhile.
+	for attempt := range 5 {
+		candidate, err := landOnce(ctx, s, req, id, attempt, target, source)
+		if errors.Is(err, versionstore.ErrReferenceConflict) {
+			continue
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "land:", err)
+			return
+		}
+		print("ACKLAND %s %s %s", req, candidate, target)
+		return
+	}
+}
+
+// landOnce builds a candidate on the target's head and moves the target
+// to it, with the request's merged record and event.
+func landOnce(ctx context.Context, s *versionstore.Store, req, id string, attempt int, target, source string) (versionstore.Hash, error) {
+	var none versionstore.Hash
+	head, err := s.GetRef(target)
+	if err != nil {
+		return none, err
+	}
+	src, err := s.GetRef(source)
+	if err != nil {
+		return none, err
+	}
+	scratch := fmt.Sprintf("crash-candidate/%s-%d", id, attempt)
+	if _, err := s.CreateRef(ctx, versionstore.CreateRefRequest{Name: scratch, Type: versionstore.Branch, Target: head.Head, Principal: "queue"}); err != nil {
+		return none, err
+	}
+	defer func() {
+		r, err := s.GetRef(scratch)
+		if err == nil {
+			err = s.DeleteRef(ctx, versionstore.DeleteRefRequest{Name: scratch, Expected: r.Head, Principal: "queue"})
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "scratch:", err)
+		}
+	}()
+	res, err := s.Merge(ctx, versionstore.MergeRequest{Target: scratch, ExpectedTarget: head.Head, From: src.Head, FromRef: source, Committer: "queue",
+		Meta: versionstore.CommitMeta{Message: "land " + req}})
+	if err != nil {
+		return none, fmt.Errorf("candidate: %w", err)
+	}
+	if !res.WasApplied {
+		return none, fmt.Errorf("candidate: nothing to merge")
+	}
+	candidate := res.ResultantHash
+	done, err := feedevent.QueueEvent(target, "queue", feedevent.QueueChange{Request: req, Source: source, From: "queued", To: "merged", Commit: candidate.String()})
+	if err != nil {
+		return none, err
+	}
+	_, err = s.AssignRef(ctx, versionstore.AssignRefRequest{Name: target, Type: versionstore.Branch, Expected: head.Head, Target: candidate, Principal: "queue",
+		Records: []versionstore.Record{{Key: req, Value: []byte("merged"), If: &versionstore.RecordCondition{Exists: true, Value: []byte("queued")}}},
+		Events:  []versionstore.LogEvent{done}})
+	return candidate, err
 }
