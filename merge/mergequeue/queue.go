@@ -635,9 +635,9 @@ func (q *Queue) changeAny(ctx context.Context, id string, fn func(*Request) erro
 func (q *Queue) changeOf(ctx context.Context, id string, fn func(*Request) error, retry bool) (*Request, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	e, ok := q.reqs[id]
-	if !ok {
-		return nil, fmt.Errorf("%q: %w", id, ErrNotFound)
+	e, err := q.entryLocked(ctx, id)
+	if err != nil {
+		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
 		next := cloneRequest(e.req)

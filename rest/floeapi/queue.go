@@ -152,7 +152,10 @@ func (a *API) listMergeRequests(r *http.Request) (any, error) {
 	if err := a.guard.Read(r, policy.Ref{Type: policy.RefDetached}); err != nil {
 		return nil, err
 	}
-	reqs := a.queue.List(f)
+	reqs, err := a.queue.ListCurrent(r.Context(), f)
+	if err != nil {
+		return nil, queueError(err)
+	}
 	if reqs == nil {
 		reqs = []*mergequeue.Request{}
 	}
@@ -176,7 +179,7 @@ func (a *API) mergeRequest(r *http.Request) (*mergequeue.Request, error) {
 	if a.queue == nil {
 		return nil, notConfigured("the merge queue")
 	}
-	req, err := a.queue.Get(mux.Vars(r)["id"])
+	req, err := a.queue.GetCurrent(r.Context(), mux.Vars(r)["id"])
 	if err != nil {
 		return nil, queueError(err)
 	}
