@@ -167,7 +167,7 @@ func (a *api) queryEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	resp := queryEventsResponse{ContinuationToken: encodeEventToken(page.Next, wr.ref.Name), Events: make([]icebergEvent, 0, len(page.Events))}
 	for i := range page.Events {
-		if ev, ok := toIcebergEvent(&page.Events[i]); ok {
+		if ev, ok := a.toIcebergEvent(r.Context(), &page.Events[i]); ok {
 			resp.Events = append(resp.Events, ev)
 		}
 	}
@@ -299,7 +299,7 @@ func operationType(ev *changefeed.Event) (op, kind string) {
 // toIcebergEvent maps one feed event to the proposal's Event. The request
 // is the commit that made the change (the events of one commit share it,
 // and the count says how many it made); the actor is the principal.
-func toIcebergEvent(ev *changefeed.Event) (icebergEvent, bool) {
+func (a *api) toIcebergEvent(ctx context.Context, ev *changefeed.Event) (icebergEvent, bool) {
 	op, _ := operationType(ev)
 	if op == "" {
 		return icebergEvent{}, false
@@ -332,7 +332,7 @@ func toIcebergEvent(ev *changefeed.Event) (icebergEvent, bool) {
 	case opCreateTable, opRegisterTable, opUpdateTable:
 		o["identifier"] = tableIdentifier(c.Key)
 		o["table-uuid"] = ic.UUID
-		o["updates"] = tableUpdates(ic, op != opUpdateTable)
+		o["updates"] = a.tableEventUpdates(ctx, ic, op != opUpdateTable)
 	case opDropTable:
 		o["identifier"] = tableIdentifier(c.Key)
 		o["table-uuid"] = ic.UUID
@@ -363,13 +363,13 @@ func tableIdentifier(key []string) map[string]any {
 	return map[string]any{"namespace": orNone(key[:len(key)-1]), "name": key[len(key)-1]}
 }
 
-// tableUpdates are the TableUpdates a change shows: floe keeps a table's
-// resulting metadata, not the updates a client sent, so these are the
-// changes of what the catalog entry records (uuid, current schema,
-// default spec and sort order, the main branch's snapshot), never more
-// than happened; a change of anything else (properties, a new schema
-// that is not current) shows as an update-table with no updates.
-func tableUpdates(ic *changefeed.IcebergChange, created bool) []map[string]any {
+// tableEntryUpdates are the TableUpdates a change shows when its metadata
+// files cannot be read (eventupdates.go): the changes of what the catalog
+// entry records (uuid, current schema, default spec and sort order, the
+// main branch's snapshot), never more than happened; a change of anything
+// else (properties, a new schema that is not current) shows as an
+// update-table with no updates.
+func tableEntryUpdates(ic *changefeed.IcebergChange, created bool) []map[string]any {
 	out := []map[string]any{}
 	if created && ic.UUID != "" {
 		out = append(out, map[string]any{"action": "assign-uuid", "uuid": ic.UUID})

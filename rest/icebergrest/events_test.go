@@ -2,7 +2,9 @@ package icebergrest_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -120,8 +122,8 @@ func TestEventsEndpoint(t *testing.T) {
 		{js(op(1)), `{"namespace":["db"],"operation-type":"update-namespace-properties","removed":["tier"],"updated":["owner"]}`},
 		{js(op(2)["identifier"]), `{"name":"t","namespace":["db"]}`},
 		{js(op(2)["table-uuid"]), `"` + uuid + `"`},
-		{js(op(2)["updates"]), `[{"action":"assign-uuid","uuid":"` + uuid + `"},{"action":"set-current-schema","schema-id":0},{"action":"set-default-spec","spec-id":0},{"action":"set-default-sort-order","sort-order-id":0}]`},
-		{js(op(3)["updates"]), `[{"action":"set-snapshot-ref","ref-name":"main","snapshot-id":7,"type":"branch"}]`},
+		{actions(op(2)["updates"]), "assign-uuid upgrade-format-version add-schema set-current-schema add-spec set-default-spec add-sort-order set-default-sort-order set-location set-properties"},
+		{actions(op(3)["updates"]), "add-snapshot set-snapshot-ref"},
 		{js(op(4)), `{"destination":{"name":"u","namespace":["db"]},"operation-type":"rename-table","source":{"name":"t","namespace":["db"]},"table-uuid":"` + uuid + `"}`},
 		{js(op(5)), `{"identifier":{"name":"u","namespace":["db"]},"operation-type":"drop-table","table-uuid":"` + uuid + `"}`},
 	} {
@@ -227,5 +229,99 @@ func TestEventsEndpointOff(t *testing.T) {
 	}
 	if r := e.do(http.MethodPost, "/v1/lake/events", `{}`); r.status == http.StatusOK {
 		t.Fatalf("the events endpoint answers while off: %d %s", r.status, r.body)
+	}
+}
+
+// actions lists the actions of an operation's updates, in order.
+func actions(updates any) string {
+	var out []string
+	list, _ := updates.([]any)
+	for _, u := range list {
+		m, _ := u.(map[string]any)
+		a, _ := m["action"].(string)
+		out = append(out, a)
+	}
+	return strings.Join(out, " ")
+}
+
+// TestEventsTableUpdates: the updates of update-table (and create-table)
+// are what took the previous metadata file to the new one, derived by
+// comparing the two files, for an append, an overwrite, a delete, a
+// schema change, a property change and a tag; since-timestamp-ms keeps
+// only the changes at or after it.
+func TestEventsTableUpdates(t *testing.T) {
+	e := newEnvAt(t, t.TempDir(), func(deps *icebergrest.Deps) { deps.EventsEndpoint = true })
+	e.createNamespace("lake", "db")
+	created := e.createTable("lake", "db", "t")
+	uuid := created.Metadata["table-uuid"].(string)
+	location := created.Metadata["location"].(string)
+	commit := func(updates string) {
+		t.Helper()
+		e.ok(http.MethodPost, "/v1/lake/namespaces/db/tables/t", `{"requirements":[{"type":"assert-table-uuid","uuid":"`+uuid+`"}],"updates":[`+updates+`]}`, http.StatusOK, nil)
+	}
+	seq := int64(0)
+	snapshot := func(id int64, parent int64, op string) string {
+		seq++
+		p := ""
+		if parent > 0 {
+			p = fmt.Sprintf(`"parent-snapshot-id":%d,`, parent)
+		}
+		return fmt.Sprintf(`{"action":"add-snapshot","snapshot":{"snapshot-id":%d,%s"sequence-number":%d,"timestamp-ms":%d,`+
+			`"manifest-list":"%s/metadata/snap-%d.avro","summary":{"operation":"%s","added-records":"%d"},"schema-id":0}},`+
+			`{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":%d}`, id, p, seq, time.Now().UnixMilli(), location, id, op, id*10, id)
+	}
+	commit(snapshot(7, 0, "append"))
+	time.Sleep(5 * time.Millisecond)
+	since := time.Now().UnixMilli()
+	time.Sleep(5 * time.Millisecond)
+	commit(snapshot(8, 7, "overwrite"))
+	commit(snapshot(9, 8, "delete"))
+	commit(`{"action":"add-schema","schema":{"type":"struct","schema-id":1,"fields":[` +
+		`{"id":1,"name":"id","type":"long","required":true},{"id":2,"name":"region","type":"string","required":false},` +
+		`{"id":3,"name":"note","type":"string","required":false}]},"last-column-id":3},{"action":"set-current-schema","schema-id":-1}`)
+	commit(`{"action":"set-properties","updates":{"owner":"etl","tier":"gold"}}`)
+	commit(`{"action":"set-properties","updates":{"owner":"ops"}},{"action":"remove-properties","removals":["tier"]}`)
+	commit(`{"action":"set-snapshot-ref","ref-name":"v1","type":"tag","snapshot-id":8,"max-ref-age-ms":86400000}`)
+
+	page := e.events("lake", map[string]any{"operation-types": []string{"update-table"}})
+	js := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	want := []string{
+		`[{"action":"add-snapshot","snapshot":{"manifest-list":"` + location + `/metadata/snap-7.avro","schema-id":0,"sequence-number":1,"snapshot-id":7,"summary":{"added-records":"70","operation":"append"},"timestamp-ms":T}},{"action":"set-snapshot-ref","ref-name":"main","snapshot-id":7,"type":"branch"}]`,
+		`[{"action":"add-snapshot","snapshot":{"manifest-list":"` + location + `/metadata/snap-8.avro","parent-snapshot-id":7,"schema-id":0,"sequence-number":2,"snapshot-id":8,"summary":{"added-records":"80","operation":"overwrite"},"timestamp-ms":T}},{"action":"set-snapshot-ref","ref-name":"main","snapshot-id":8,"type":"branch"}]`,
+		`[{"action":"add-snapshot","snapshot":{"manifest-list":"` + location + `/metadata/snap-9.avro","parent-snapshot-id":8,"schema-id":0,"sequence-number":3,"snapshot-id":9,"summary":{"added-records":"90","operation":"delete"},"timestamp-ms":T}},{"action":"set-snapshot-ref","ref-name":"main","snapshot-id":9,"type":"branch"}]`,
+		`[{"action":"add-schema","schema":{"fields":[{"id":1,"name":"id","required":true,"type":"long"},{"id":2,"name":"region","required":false,"type":"string"},{"id":3,"name":"note","required":false,"type":"string"}],"identifier-field-ids":[],"schema-id":1,"type":"struct"}},{"action":"set-current-schema","schema-id":1}]`,
+		`[{"action":"set-properties","updates":{"owner":"etl","tier":"gold"}}]`,
+		`[{"action":"set-properties","updates":{"owner":"ops"}},{"action":"remove-properties","removals":["tier"]}]`,
+		`[{"action":"set-snapshot-ref","max-ref-age-ms":86400000,"ref-name":"v1","snapshot-id":8,"type":"tag"}]`,
+	}
+	if len(page.Events) != len(want) {
+		t.Fatalf("%d update-table events, want %d: %s", len(page.Events), len(want), js(page.Events))
+	}
+	stamp := regexp.MustCompile(`"timestamp-ms":\d+`)
+	for i, ev := range page.Events {
+		got := stamp.ReplaceAllString(js(ev.Operation["updates"]), `"timestamp-ms":T`)
+		if got != want[i] {
+			t.Errorf("update %d: %s\nwant      %s", i, got, want[i])
+		}
+		if ev.Operation["table-uuid"] != uuid {
+			t.Errorf("update %d: table-uuid %v, want %s", i, ev.Operation["table-uuid"], uuid)
+		}
+	}
+
+	// since-timestamp-ms: the append before it is left out, every later
+	// change is in, and the continuation token then resumes as usual.
+	later := e.events("lake", map[string]any{"since-timestamp-ms": since})
+	if got := opsOf(later.Events); got != "update-table update-table update-table update-table update-table update-table" {
+		t.Fatalf("since %d: %s; want the six updates after the append", since, got)
+	}
+	for _, ev := range later.Events {
+		if ev.TimestampMs < since {
+			t.Errorf("event %s at %d, before since-timestamp-ms %d", ev.EventID, ev.TimestampMs, since)
+		}
+	}
+	commit(`{"action":"set-properties","updates":{"owner":"later"}}`)
+	if next := e.events("lake", map[string]any{"continuation-token": *later.ContinuationToken}); len(next.Events) != 1 ||
+		js(next.Events[0].Operation["updates"]) != `[{"action":"set-properties","updates":{"owner":"later"}}]` {
+		t.Fatalf("after the since page's token: %s", js(next.Events))
 	}
 }
