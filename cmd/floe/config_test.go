@@ -218,7 +218,8 @@ func TestConfigExample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("deploy/floe.yaml: %v", err)
 	}
-	if cfg["data-dir"] != "/var/lib/floe/data" || group(t, cfg, "gc")["interval"] != "24h0m0s" || group(t, cfg, "auth")["oauth-token-ttl"] != "1h0m0s" {
+	if cfg["data-dir"] != "/var/lib/floe/data" || group(t, cfg, "gc")["interval"] != "24h0m0s" || group(t, cfg, "auth")["oauth-token-ttl"] != "1h0m0s" ||
+		cfg["event-webhooks"] != "/etc/floe/event-webhooks.json" {
 		t.Errorf("deploy/floe.yaml's settings did not take:\n%s", text)
 	}
 }

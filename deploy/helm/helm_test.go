@@ -457,6 +457,25 @@ func TestScaleout(t *testing.T) {
 			t.Errorf("%s not set", name)
 		}
 	}
+	// The change feed's settings: the Iceberg events endpoint, the
+	// subscriptions mounted where --event-webhooks reads them, the
+	// secrets they name as variables.
+	if e["FLOE_ICEBERG_EVENTS"] != "true" || e["FLOE_EVENT_WEBHOOKS"] != "/etc/floe/events/webhooks.json" {
+		t.Errorf("FLOE_ICEBERG_EVENTS %q, FLOE_EVENT_WEBHOOKS %q", e["FLOE_ICEBERG_EVENTS"], e["FLOE_EVENT_WEBHOOKS"])
+	}
+	if m := mountAt(list(c, "volumeMounts"), "/etc/floe/events"); m == nil || get(m, "readOnly") != true ||
+		str(named(list(pod, "spec", "volumes"), str(m, "name")), "configMap", "name") != "t-floe-events" {
+		t.Errorf("the webhooks file is not mounted read-only from ConfigMap t-floe-events: %v", m)
+	}
+	if hooks := str(ms["ConfigMap"]["t-floe-events"], "data", "webhooks.json"); !strings.Contains(hooks, `"secretEnv": "FLOE_DASHBOARDS_HOOK_SECRET"`) {
+		t.Errorf("ConfigMap t-floe-events holds %q, want the values' subscriptions", hooks)
+	}
+	if from := list(c, "envFrom"); len(from) != 1 || str(from[0], "secretRef", "name") != "floe-webhook-secrets" {
+		t.Errorf("envFrom %v, want the webhook secrets' Secret", from)
+	}
+	if str(pod, "metadata", "annotations", "checksum/events") == "" {
+		t.Error("no checksum/events annotation: a subscriptions change would not reach the pods")
+	}
 	if str(named(list(pod, "spec", "volumes"), "auth"), "secret", "secretName") != "floe-auth" {
 		t.Errorf("auth files not from the existing Secret floe-auth: %v", named(list(pod, "spec", "volumes"), "auth"))
 	}

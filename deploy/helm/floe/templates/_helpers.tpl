@@ -85,6 +85,9 @@ metadata:
     {{- if $v.auth.files }}
     checksum/auth: {{ toJson $v.auth.files | sha256sum }}
     {{- end }}
+    {{- if $v.events.webhooks }}
+    checksum/events: {{ $v.events.webhooks | sha256sum }}
+    {{- end }}
     {{- with $v.podAnnotations }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -210,9 +213,22 @@ spec:
         - name: FLOE_POLICY_DECISION_LOG
           value: {{ $v.policy.decisionLog | quote }}
         {{- end }}
+        {{- if $v.events.icebergEndpoint }}
+        - name: FLOE_ICEBERG_EVENTS
+          value: "true"
+        {{- end }}
+        {{- if $v.events.webhooks }}
+        - name: FLOE_EVENT_WEBHOOKS
+          value: /etc/floe/events/webhooks.json
+        {{- end }}
         {{- with $v.extraEnv }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
+      {{- if $v.events.webhookSecretsSecret }}
+      envFrom:
+        - secretRef:
+            name: {{ $v.events.webhookSecretsSecret }}
+      {{- end }}
       startupProbe:
         httpGet:
           path: /healthz
@@ -262,6 +278,11 @@ spec:
         {{- /* One subPath mount per file: a ConfigMap directory mount
              hides its files behind ..data links the bundle loader does
              not follow. The checksum annotation rolls the pods instead. */}}
+        {{- if $v.events.webhooks }}
+        - name: events
+          mountPath: /etc/floe/events
+          readOnly: true
+        {{- end }}
         {{- range $i, $path := keys $v.policy.files | sortAlpha }}
         - name: policy
           mountPath: /etc/floe/policy/{{ $path }}
@@ -286,6 +307,11 @@ spec:
     - name: policy
       configMap:
         name: {{ $full }}-policy
+    {{- end }}
+    {{- if $v.events.webhooks }}
+    - name: events
+      configMap:
+        name: {{ $full }}-events
     {{- end }}
   {{- with $v.nodeSelector }}
   nodeSelector:
