@@ -208,7 +208,7 @@ export const floe = {
 // FeedEvent is one event of the change feed (docs/changefeed.md).
 export type FeedEvent = {
   id: string; type: string; ref: string; refType: string; commit: string; principal: string; time: string;
-  move?: { from?: string; to?: string; fastForward?: boolean };
+  move?: { from?: string; to?: string; fastForward?: boolean; reason?: string };
   commitDetails?: { message?: string; source?: string; operation?: string; keys?: string[][]; tables?: { key: string[]; class?: string; resolution?: string }[] };
   content?: { key: string[]; previousKey?: string[]; via: string; iceberg?: { operation?: string; snapshotId?: string | number } };
   queue?: { request: string; from?: string; to: string; reason?: string };

@@ -30,7 +30,7 @@ function what(e: FeedEvent): string {
     if (d.tables?.length) s += " — " + d.tables.map((t) => `${t.key.join(".")}: ${[t.class, t.resolution].filter(Boolean).join(", ")}`).join("; ");
     return s;
   }
-  if (e.move) return `${short(e.move.from) || "∅"} → ${short(e.move.to) || "∅"}${e.move.fastForward ? " (fast-forward)" : ""}`;
+  if (e.move) return `${short(e.move.from) || "∅"} → ${short(e.move.to) || "∅"}${e.move.fastForward ? " (fast-forward)" : ""}${e.move.reason ? ` (${e.move.reason})` : ""}`;
   if (e.queue) return `request ${e.queue.request}: ${e.queue.from ?? "submitted"} → ${e.queue.to}${e.queue.reason ? ` (${e.queue.reason})` : ""}`;
   if (e.gc) return `run ${e.gc.id}: ${e.gc.outcome}, ${e.gc.deleted} file(s) deleted`;
   if (e.policy) return `bundle ${e.policy.revision || "(no revision)"} from ${e.policy.source}`;
