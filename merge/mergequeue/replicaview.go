@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -13,7 +14,8 @@ import (
 // one database), memory holds what this replica wrote and what it read
 // at its last refresh, up to one Poll old: a request submitted to another
 // replica is missing, one another replica changed is stale. The API
-// therefore answers from the durable records (GetCurrent, ListCurrent),
+// therefore answers from the durable records (GetCurrent, ListCurrent,
+// ReportCurrent),
 // and a principal's action (cancel, approve, reject) reads a request it
 // has not seen from its record (entryLocked), so any replica answers as
 // the one that took the request would.
@@ -47,6 +49,16 @@ func (q *Queue) ListCurrent(ctx context.Context, f Filter) ([]*Request, error) {
 		}
 	}
 	return q.List(f), nil
+}
+
+// ReportCurrent is Report over the durable records, as ListCurrent.
+func (q *Queue) ReportCurrent(ctx context.Context, since time.Time) (*Report, error) {
+	if q.leases != nil {
+		if err := q.refresh(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return q.Report(since), nil
 }
 
 // entryLocked returns request id's entry. With leases, a request missing

@@ -283,5 +283,9 @@ func (a *API) mergeQueueReport(r *http.Request) (any, error) {
 	if err := a.guard.Read(r, policy.Ref{Type: policy.RefDetached}); err != nil {
 		return nil, err
 	}
-	return a.queue.Report(since), nil
+	rep, err := a.queue.ReportCurrent(r.Context(), since)
+	if err != nil {
+		return nil, queueError(err)
+	}
+	return rep, nil
 }

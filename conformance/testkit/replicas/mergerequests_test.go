@@ -73,6 +73,13 @@ func TestMergeRequestsOnEveryReplica(t *testing.T) {
 	// Replicas 0 and 1 hold the request as queued in memory (0 took it,
 	// 1 may have kept what it read): each must answer the record's state.
 	for i, r := range rs {
+		// The report first: the list below refreshes the replica.
+		var rep struct {
+			States map[string]int `json:"states"`
+		}
+		if status, body := floeCall(t, r, http.MethodGet, "/merge-requests/report?since=1h", nil, &rep); status != http.StatusOK || rep.States["cancelled"] != 1 || rep.States["queued"] != 0 {
+			t.Errorf("report on replica %d: %d %s; want the request cancelled", i, status, body)
+		}
 		var got mergequeue.Request
 		if status, body := floeCall(t, r, http.MethodGet, "/merge-requests/"+mr.ID, nil, &got); status != http.StatusOK || got.State != mergequeue.StateCancelled {
 			t.Errorf("GET on replica %d after the cancel: %d %s; want cancelled", i, status, body)
