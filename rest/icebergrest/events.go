@@ -347,7 +347,7 @@ func (a *api) toIcebergEvent(ctx context.Context, ev *changefeed.Event) (iceberg
 	case opCreateView, opUpdateView:
 		o["identifier"] = tableIdentifier(c.Key)
 		o["view-uuid"] = ic.UUID
-		o["updates"] = viewUpdates(ic, op == opCreateView)
+		o["updates"] = a.viewEventUpdates(ctx, ic, op == opCreateView)
 	case opDropView:
 		o["identifier"] = tableIdentifier(c.Key)
 		o["view-uuid"] = ic.UUID
@@ -393,8 +393,9 @@ func tableEntryUpdates(ic *changefeed.IcebergChange, created bool) []map[string]
 	return out
 }
 
-// viewUpdates are the ViewUpdates a change shows, as tableUpdates.
-func viewUpdates(ic *changefeed.IcebergChange, created bool) []map[string]any {
+// viewEntryUpdates are the ViewUpdates a change shows when its metadata
+// files cannot be read, as tableEntryUpdates.
+func viewEntryUpdates(ic *changefeed.IcebergChange, created bool) []map[string]any {
 	out := []map[string]any{}
 	if created && ic.UUID != "" {
 		out = append(out, map[string]any{"action": "assign-uuid", "uuid": ic.UUID})

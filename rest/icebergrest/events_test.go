@@ -325,3 +325,42 @@ func TestEventsTableUpdates(t *testing.T) {
 		t.Fatalf("after the since page's token: %s", js(next.Events))
 	}
 }
+
+// TestEventsViewUpdates: a view's updates are derived from its metadata
+// files as a table's are: the version a replace added and made current,
+// the properties set and removed.
+func TestEventsViewUpdates(t *testing.T) {
+	e := newEnvAt(t, t.TempDir(), func(deps *icebergrest.Deps) { deps.EventsEndpoint = true })
+	e.createNamespace("lake", "ns")
+	var created loadViewResult
+	e.ok(http.MethodPost, "/v1/lake/namespaces/ns/views", viewBody("v", "select 1"), http.StatusOK, &created)
+	uuid := created.Metadata["view-uuid"].(string)
+	commit := func(updates string) {
+		t.Helper()
+		e.ok(http.MethodPost, "/v1/lake/namespaces/ns/views/v", `{"requirements":[{"type":"assert-view-uuid","uuid":"`+uuid+`"}],"updates":[`+updates+`]}`, http.StatusOK, nil)
+	}
+	commit(`{"action":"add-view-version","view-version":{"version-id":2,"schema-id":0,"timestamp-ms":1700000000001,"summary":{},` +
+		`"representations":[{"type":"sql","sql":"select 2","dialect":"spark"}],"default-namespace":["ns"]}},` +
+		`{"action":"set-current-view-version","view-version-id":-1}`)
+	commit(`{"action":"set-properties","updates":{"comment":"two"}}`)
+	commit(`{"action":"remove-properties","removals":["comment"]}`)
+
+	page := e.events("lake", map[string]any{"object-types": []string{"view"}})
+	if got := opsOf(page.Events); got != "create-view update-view update-view update-view" {
+		t.Fatalf("view operations: %s", got)
+	}
+	js := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	if got := actions(page.Events[0].Operation["updates"]); !strings.HasPrefix(got, "assign-uuid upgrade-format-version add-schema set-location") ||
+		!strings.Contains(got, "add-view-version set-current-view-version") {
+		t.Errorf("create-view updates: %s", got)
+	}
+	for i, want := range []string{
+		`[{"action":"add-view-version","view-version":{"default-namespace":["ns"],"representations":[{"dialect":"spark","sql":"select 2","type":"sql"}],"schema-id":0,"summary":{},"timestamp-ms":1700000000001,"version-id":2}},{"action":"set-current-view-version","view-version-id":2}]`,
+		`[{"action":"set-properties","updates":{"comment":"two"}}]`,
+		`[{"action":"remove-properties","removals":["comment"]}]`,
+	} {
+		if got := js(page.Events[i+1].Operation["updates"]); got != want {
+			t.Errorf("update-view %d: %s\nwant          %s", i, got, want)
+		}
+	}
+}

@@ -215,3 +215,91 @@ func jsonEqual(a, b json.RawMessage) bool {
 	jb, _ := json.Marshal(y)
 	return bytes.Equal(ja, jb)
 }
+
+// viewDoc is the part of a view metadata file the updates compare.
+type viewDoc struct {
+	FormatVersion    int               `json:"format-version"`
+	UUID             string            `json:"view-uuid"`
+	Location         string            `json:"location"`
+	Schemas          []json.RawMessage `json:"schemas"`
+	Versions         []json.RawMessage `json:"versions"`
+	CurrentVersionID *int64            `json:"current-version-id"`
+	Properties       map[string]string `json:"properties"`
+}
+
+// readViewDoc reads the view metadata file at loc ("": none, a nil doc).
+func (a *api) readViewDoc(ctx context.Context, loc string) (*viewDoc, error) {
+	if loc == "" {
+		return nil, nil
+	}
+	f, err := a.readViewMetadata(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	var d viewDoc
+	if err := json.Unmarshal(f.Raw, &d); err != nil {
+		return nil, fmt.Errorf("view metadata file %s: %w", loc, err)
+	}
+	return &d, nil
+}
+
+// viewEventUpdates are the updates of a view event, as tableEventUpdates:
+// the difference of its metadata files, else what the entry records.
+func (a *api) viewEventUpdates(ctx context.Context, ic *changefeed.IcebergChange, created bool) []map[string]any {
+	prevLoc := ic.PreviousMetadataLocation
+	if created {
+		prevLoc = ""
+	}
+	after, err := a.readViewDoc(ctx, ic.MetadataLocation)
+	var before *viewDoc
+	if err == nil {
+		before, err = a.readViewDoc(ctx, prevLoc)
+	}
+	if err != nil || after == nil {
+		if err != nil {
+			a.logger.DebugContext(ctx, "events: view metadata file unreadable, updates from the catalog entry", "location", ic.MetadataLocation, "error", err)
+		}
+		return viewEntryUpdates(ic, created)
+	}
+	return diffViewDocs(before, after)
+}
+
+// diffViewDocs lists the ViewUpdates that take before (nil: a new view)
+// to after: identity and format, each schema and version added, the
+// current version, location and properties.
+func diffViewDocs(before, after *viewDoc) []map[string]any {
+	if before == nil {
+		before = &viewDoc{}
+	}
+	// The parts a table and a view share are compared as a table's.
+	out := diffTableDocs(
+		&tableDoc{FormatVersion: before.FormatVersion, UUID: before.UUID, Location: before.Location, Schemas: before.Schemas, Properties: before.Properties},
+		&tableDoc{FormatVersion: after.FormatVersion, UUID: after.UUID, Location: after.Location, Schemas: after.Schemas, Properties: after.Properties})
+	if before.UUID == "" && after.UUID != "" {
+		out = append([]map[string]any{{"action": "assign-uuid", "uuid": after.UUID}}, out...)
+	}
+	// Versions go after the schemas they use, before the properties.
+	var versions []map[string]any
+	known := map[int64]bool{}
+	for _, raw := range before.Versions {
+		if id, ok := rawID(raw, "version-id"); ok {
+			known[id] = true
+		}
+	}
+	for _, raw := range after.Versions {
+		if id, ok := rawID(raw, "version-id"); ok && !known[id] {
+			versions = append(versions, map[string]any{"action": "add-view-version", "view-version": raw})
+		}
+	}
+	if is, was := after.CurrentVersionID, before.CurrentVersionID; is != nil && (was == nil || *was != *is) {
+		versions = append(versions, map[string]any{"action": "set-current-view-version", "view-version-id": *is})
+	}
+	at := len(out)
+	for i, u := range out {
+		if a := u["action"]; a == "set-properties" || a == "remove-properties" {
+			at = i
+			break
+		}
+	}
+	return slices.Concat(out[:at], versions, out[at:])
+}
