@@ -11,8 +11,9 @@ import (
 	"github.com/floe-catalog/floe/catalog/changefeed"
 )
 
-// The updates of the events endpoint's create-table, register-table and
-// update-table operations. floe keeps a table's resulting metadata files,
+// The updates of the events endpoint's create-table, register-table,
+// update-table, create-view and update-view operations (views as tables,
+// with their versions: diffViewDocs). floe keeps a table's resulting metadata files,
 // not the updates a client sent, so the updates an event shows are
 // derived by comparing the metadata file before the change with the one
 // after it: the schemas, partition specs, sort orders and snapshots the
