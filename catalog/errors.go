@@ -100,30 +100,6 @@ func internalError(err error) error {
 	return &Error{Kind: StorageFailed, Msg: err.Error(), Cause: err}
 }
 
-// TableClash is the refusal of creating a table (or renaming one) onto
-// an existing key holding existing.
-func TableClash(id Identifier, existing versionstore.ContentType) error {
-	switch existing {
-	case versionstore.IcebergView:
-		return newError(AlreadyExists, "View with same name already exists: %s", id)
-	case versionstore.Namespace:
-		return newError(AlreadyExists, "Cannot create table %s: a namespace with the same name exists", id)
-	}
-	return newError(AlreadyExists, "Table already exists: %s", id)
-}
-
-// ViewClash is TableClash for views, in the words the Java view tests
-// expect.
-func ViewClash(id Identifier, existing versionstore.ContentType) error {
-	switch existing {
-	case versionstore.IcebergTable:
-		return newError(AlreadyExists, "Table with same name already exists: %s", id)
-	case versionstore.Namespace:
-		return newError(AlreadyExists, "Cannot create view %s: a namespace with the same name exists", id)
-	}
-	return newError(AlreadyExists, "View already exists: %s", id)
-}
-
 // namespaceClash is the refusal of creating a namespace over an existing
 // key.
 func namespaceClash(ns []string, existing versionstore.ContentType) error {

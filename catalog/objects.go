@@ -33,16 +33,30 @@ type objectKind struct {
 	// prop is the commit property naming the table or view.
 	prop   string
 	noSuch func(Identifier) *Error
-	// clash is the refusal of creating one onto an existing key.
-	clash func(Identifier, versionstore.ContentType) error
+	// other is the other kind's title: "View" for tables, "Table" for
+	// views.
+	other string
 }
 
 var (
 	tableKind = objectKind{typ: versionstore.IcebergTable, noun: "table", title: "Table", prop: icebergtable.PropTable,
-		noSuch: noSuchTable, clash: TableClash}
+		noSuch: noSuchTable, other: "View"}
 	viewKind = objectKind{typ: versionstore.IcebergView, noun: "view", title: "View", opSuffix: "-view", prop: icebergtable.PropView,
-		noSuch: noSuchView, clash: ViewClash}
+		noSuch: noSuchView, other: "Table"}
 )
+
+// clash is the refusal of creating (or renaming) a table or view id onto
+// an existing key holding existing, in the words Java's catalog tests
+// expect.
+func (k objectKind) clash(id Identifier, existing versionstore.ContentType) error {
+	switch {
+	case existing == versionstore.Namespace:
+		return newError(AlreadyExists, "Cannot create %s %s: a namespace with the same name exists", k.noun, id)
+	case existing != k.typ && (existing == versionstore.IcebergTable || existing == versionstore.IcebergView):
+		return newError(AlreadyExists, "%s with same name already exists: %s", k.other, id)
+	}
+	return newError(AlreadyExists, "%s already exists: %s", k.title, id)
+}
 
 // op is the operation label of verb done to this kind.
 func (k objectKind) op(verb string) string { return verb + k.opSuffix }
@@ -99,37 +113,45 @@ func (s *Service) newObjectHead(ctx context.Context, branch string, id Identifie
 	return head, nil
 }
 
-// placeNew gives a new table or view its uuid and its location: the one
-// its creator asked for, which must lie inside the warehouse, or the
-// default.
-func placeNew(wh *icebergtable.Warehouse, id Identifier, k objectKind, requested string) (uuid.UUID, string, error) {
+// placeNew checks a create (check) and gives the new table or view its
+// warehouse (w's), its uuid and its location: the one its creator asked
+// for, which must lie inside the warehouse, or the default.
+func (s *Service) placeNew(w Write, check func() error, id Identifier, k objectKind, requested string) (*icebergtable.Warehouse, uuid.UUID, string, error) {
+	if err := check(); err != nil {
+		return nil, uuid.UUID{}, "", err
+	}
+	wh, err := s.warehouse(w)
+	if err != nil {
+		return nil, uuid.UUID{}, "", err
+	}
 	newUUID := uuid.New()
 	if requested == "" {
-		return newUUID, wh.DefaultTableLocation(id.Namespace, id.Name, newUUID.String()), nil
+		return wh, newUUID, wh.DefaultTableLocation(id.Namespace, id.Name, newUUID.String()), nil
 	}
 	loc, err := requireInside(wh, k.noun+" location", requested)
-	return newUUID, loc, err
+	return wh, newUUID, loc, err
 }
 
 // commitCreate commits the new table or view id at head (see
-// newObjectHead), whose first metadata file is at fileLoc. A failed
-// commit deletes that file when it surely did not happen.
-func (s *Service) commitCreate(ctx context.Context, w Write, head versionstore.Hash, id Identifier, k objectKind, fileLoc string, c *versionstore.Content, out *Written) error {
+// newObjectHead), whose first metadata file is at fileLoc, and returns
+// out, what it wrote. A failed commit deletes that file when it surely
+// did not happen.
+func (s *Service) commitCreate(ctx context.Context, w Write, head versionstore.Hash, id Identifier, k objectKind, fileLoc string, c *versionstore.Content, out *Written) (*Written, error) {
 	err := s.commitWrite(ctx, w, head, []versionstore.Operation{{Kind: versionstore.OpPut, Key: id.Key(), Content: c}},
 		commitDescription{op: k.op("create"), message: "iceberg: create " + k.noun + " " + id.String(),
 			props: map[string]string{k.prop: id.String(), icebergtable.PropMetadataLocation: fileLoc}}, out)
 	if err == nil {
-		return nil
+		return out, nil
 	}
 	ce := ConflictOf(err)
 	if ce == nil {
-		return s.commitNotDone(ctx, err, fileLoc)
+		return nil, s.commitNotDone(ctx, err, fileLoc)
 	}
 	s.removeFiles(ctx, fileLoc)
 	if cf := FindConflict(ce, versionstore.ConflictNamespaceAbsent, versionstore.ConflictNotANamespace); cf != nil {
-		return noSuchNamespace(cf.Key)
+		return nil, noSuchNamespace(cf.Key)
 	}
-	return k.clash(id, k.typ)
+	return nil, k.clash(id, k.typ)
 }
 
 // TableCreate asks for a new table, as Iceberg's CreateTableRequest
@@ -172,15 +194,8 @@ func (c *TableCreate) Check() error {
 // written below the warehouse, and committed. Written.Table is that file,
 // or, for a staged create, Written.StagedTable the metadata unwritten.
 func (s *Service) CreateTable(ctx context.Context, w Write, req TableCreate) (*Written, error) {
-	if err := req.Check(); err != nil {
-		return nil, err
-	}
-	wh, err := s.warehouse(w)
-	if err != nil {
-		return nil, err
-	}
 	id := req.ID
-	tableUUID, loc, err := placeNew(wh, id, tableKind, req.Location)
+	wh, tableUUID, loc, err := s.placeNew(w, req.Check, id, tableKind, req.Location)
 	if err != nil {
 		return nil, err
 	}
@@ -220,11 +235,7 @@ func (s *Service) CreateTable(ctx context.Context, w Write, req TableCreate) (*W
 	if err != nil {
 		return nil, err
 	}
-	out := &Written{Table: file}
-	if err := s.commitCreate(ctx, w, head, id, tableKind, file.Location, icebergtable.TableContent("", file), out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return s.commitCreate(ctx, w, head, id, tableKind, file.Location, icebergtable.TableContent("", file), &Written{Table: file})
 }
 
 // ViewCreate asks for a new view, as Iceberg's CreateViewRequest does.
@@ -250,15 +261,8 @@ func (c *ViewCreate) Check() error {
 // CreateView creates a view on w.Branch: its first metadata file written
 // below the warehouse, and committed. Written.View is that file.
 func (s *Service) CreateView(ctx context.Context, w Write, req ViewCreate) (*Written, error) {
-	if err := req.Check(); err != nil {
-		return nil, err
-	}
-	wh, err := s.warehouse(w)
-	if err != nil {
-		return nil, err
-	}
 	id := req.ID
-	viewUUID, loc, err := placeNew(wh, id, viewKind, req.Location)
+	wh, viewUUID, loc, err := s.placeNew(w, req.Check, id, viewKind, req.Location)
 	if err != nil {
 		return nil, err
 	}
@@ -274,11 +278,7 @@ func (s *Service) CreateView(ctx context.Context, w Write, req ViewCreate) (*Wri
 	if err != nil {
 		return nil, err
 	}
-	out := &Written{View: file}
-	if err := s.commitCreate(ctx, w, head, id, viewKind, file.Location, icebergtable.ViewContent("", file), out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return s.commitCreate(ctx, w, head, id, viewKind, file.Location, icebergtable.ViewContent("", file), &Written{View: file})
 }
 
 // registration is a metadata file registered as a table or view.
