@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -155,18 +156,22 @@ func TestTableAndViewWrites(t *testing.T) {
 	}
 
 	// Renames.
-	_, err = s.RenameTable(ctx, testWrite, ident("ns", "t"), ident("ns", "t"))
-	refusal(t, "rename onto itself", err, AlreadyExists, "Table already exists: ns.t")
-	_, err = s.RenameTable(ctx, testWrite, ident("ns", "t"), ident("ns", "v"))
-	refusal(t, "rename onto a view", err, AlreadyExists, "Cannot rename ns.t to ns.v. View already exists")
-	_, err = s.RenameView(ctx, testWrite, ident("ns", "v"), ident("ns", "t"))
-	refusal(t, "rename a view onto a table", err, AlreadyExists, "Cannot rename ns.v to ns.t. Table already exists")
-	_, err = s.RenameTable(ctx, testWrite, ident("ns", "nope"), ident("ns", "z"))
-	refusal(t, "rename no table", err, NoSuchTable, "Table does not exist: ns.nope")
-	_, err = s.RenameTable(ctx, testWrite, ident("ns", "v"), ident("ns", "z"))
-	refusal(t, "rename a view as a table", err, NoSuchTable, "Table does not exist: ns.v")
-	_, err = s.RenameTable(ctx, testWrite, ident("ns", "t"), ident("nope", "z"))
-	refusal(t, "rename into no namespace", err, NoSuchNamespace, "Namespace does not exist: nope")
+	for _, tc := range []struct {
+		rename   func(context.Context, Write, Identifier, Identifier) (*Written, error)
+		src, dst Identifier
+		kind     Kind
+		msg      string
+	}{
+		{s.RenameTable, ident("ns", "t"), ident("ns", "t"), AlreadyExists, "Table already exists: ns.t"},
+		{s.RenameTable, ident("ns", "t"), ident("ns", "v"), AlreadyExists, "Cannot rename ns.t to ns.v. View already exists"},
+		{s.RenameView, ident("ns", "v"), ident("ns", "t"), AlreadyExists, "Cannot rename ns.v to ns.t. Table already exists"},
+		{s.RenameTable, ident("ns", "nope"), ident("ns", "z"), NoSuchTable, "Table does not exist: ns.nope"},
+		{s.RenameTable, ident("ns", "v"), ident("ns", "z"), NoSuchTable, "Table does not exist: ns.v"},
+		{s.RenameTable, ident("ns", "t"), ident("nope", "z"), NoSuchNamespace, "Namespace does not exist: nope"},
+	} {
+		_, err := tc.rename(ctx, testWrite, tc.src, tc.dst)
+		refusal(t, "rename "+tc.src.String()+" to "+tc.dst.String(), err, tc.kind, tc.msg)
+	}
 	renamed, err := s.RenameTable(ctx, testWrite, ident("ns", "copy"), ident("ns", "moved"))
 	if err != nil || renamed.Op != "rename" {
 		t.Fatalf("rename: %+v, %v", renamed, err)
