@@ -254,7 +254,7 @@ func (s *Service) prepare(ctx context.Context, wh *icebergtable.Warehouse, head 
 	switch {
 	case content != nil && content.Type != versionstore.IcebergTable:
 		if st.create {
-			return nil, TableClash(id, content.Type)
+			return nil, tableKind.clash(id, content.Type)
 		}
 		return nil, noSuchTable(id)
 	case content == nil && !st.create:

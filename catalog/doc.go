@@ -9,7 +9,11 @@
 // limits.go) and applied, the new metadata file's location checked and
 // the file written, then one store commit for all the tables of a
 // transaction, retried server-side when another writer changed a table in
-// between (store.go). It owns the warehouses and the metadata-file cache
+// between (store.go). Its other writes are decided here too, each one
+// store commit with the same retries: view commits (Service.CommitView,
+// views.go), creates, registrations, renames and drops of tables and views
+// (objects.go) and namespaces' creates, property updates and drops
+// (namespaces.go), each asked for by a Write (write.go). It owns the warehouses and the metadata-file cache
 // they share, built once by the composition root (server/assemble) and
 // handed to every API and background worker that reads or writes table
 // files (the merge engine, GC, merge checks, table statistics, the change

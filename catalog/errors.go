@@ -38,6 +38,16 @@ const (
 	// CommitStateUnknown: the store could not report whether the commit
 	// happened; the client must check before retrying.
 	CommitStateUnknown
+	// NamespaceNotEmpty: a namespace to drop still holds tables, views or
+	// namespaces.
+	NamespaceNotEmpty
+	// Unprocessable: the request is well-formed but contradicts itself
+	// (UnprocessableEntityException), e.g. a property both set and
+	// removed.
+	Unprocessable
+	// NoSuchFile: the catalog names a metadata file storage no longer
+	// has.
+	NoSuchFile
 )
 
 // Error is a refusal of the catalog: its Kind, the client's message and,
@@ -81,19 +91,23 @@ func noSuchTable(id Identifier) *Error {
 	return newError(NoSuchTable, "Table does not exist: %s", id)
 }
 
+func noSuchView(id Identifier) *Error {
+	return newError(NoSuchView, "View does not exist: %s", id)
+}
+
 // internalError marks a failure of storage the catalog relies on.
 func internalError(err error) error {
 	return &Error{Kind: StorageFailed, Msg: err.Error(), Cause: err}
 }
 
-// TableClash is the refusal of creating a table (or renaming one) onto
-// an existing key holding existing.
-func TableClash(id Identifier, existing versionstore.ContentType) error {
+// namespaceClash is the refusal of creating a namespace over an existing
+// key.
+func namespaceClash(ns []string, existing versionstore.ContentType) error {
 	switch existing {
+	case versionstore.IcebergTable:
+		return newError(AlreadyExists, "Cannot create namespace %s: a table with the same name exists", dotted(ns))
 	case versionstore.IcebergView:
-		return newError(AlreadyExists, "View with same name already exists: %s", id)
-	case versionstore.Namespace:
-		return newError(AlreadyExists, "Cannot create table %s: a namespace with the same name exists", id)
+		return newError(AlreadyExists, "Cannot create namespace %s: a view with the same name exists", dotted(ns))
 	}
-	return newError(AlreadyExists, "Table already exists: %s", id)
+	return newError(AlreadyExists, "Namespace already exists: %s", dotted(ns))
 }

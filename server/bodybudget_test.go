@@ -27,7 +27,7 @@ func TestBodyBytesInFlight(t *testing.T) {
 	const held = 3
 	arrived := make(chan int, 16)
 	release := make(chan struct{})
-	ts := start(t, server.Config{MaxBodyBytes: body, MaxBodyBytesInFlight: held * body, Mounts: []server.Mount{func(r *mux.Router) error {
+	ts := start(t, server.Config{Settings: server.Settings{MaxBodyBytes: body, MaxBodyBytesInFlight: held * body}, Mounts: []server.Mount{func(r *mux.Router) error {
 		// Reads the whole body, then holds it until the test releases it,
 		// as a handler decoding a large commit holds what it decoded.
 		r.HandleFunc("/hold", func(w http.ResponseWriter, req *http.Request) {
@@ -158,7 +158,7 @@ func TestBodyBytesInFlightDefault(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			debug.SetMemoryLimit(tc.memLimit)
-			ts := start(t, server.Config{MaxBodyBytes: tc.maxBody})
+			ts := start(t, server.Config{Settings: server.Settings{MaxBodyBytes: tc.maxBody}})
 			r := get(t, ts.url+"/metrics")
 			want := "floe_http_request_body_bytes_in_flight_limit " + strconv.FormatFloat(tc.want, 'g', -1, 64)
 			if !strings.Contains(r.body, want+"\n") {

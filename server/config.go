@@ -12,36 +12,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Config is everything floe's HTTP server needs. The zero value of any
+// Config is everything floe's HTTP server needs: its Settings, plain
+// data, and the routes and services it serves. The zero value of any
 // field means its default (see DefaultConfig), so tests set only what they
 // care about.
 type Config struct {
-	// Addr is the TCP address to listen on. Port 0 picks a free port; the
-	// bound address is logged and passed to OnListen. Serve is given its
-	// listener; Addr is for the caller that opens it.
-	Addr string
-
-	// MaxBodyBytes caps every request body. Larger requests get 413.
-	MaxBodyBytes int64
-	// MaxBodyBytesInFlight bounds the bytes of request bodies all requests
-	// in flight hold together (bodybudget.go); a request whose body does
-	// not fit gets 503 with Retry-After. 0 derives it: an eighth of the Go
-	// runtime's soft memory limit when one is set, else 8 × MaxBodyBytes,
-	// never less than MaxBodyBytes. Negative turns the bound off.
-	MaxBodyBytesInFlight int64
-
-	// HTTP server timeouts, see net/http.Server.
-	ReadHeaderTimeout time.Duration
-	ReadTimeout       time.Duration
-	WriteTimeout      time.Duration
-	IdleTimeout       time.Duration
-
-	// DrainDelay is how long /readyz answers 503 before the listener closes
-	// on shutdown, so load balancers stop routing new requests first.
-	DrainDelay time.Duration
-	// ShutdownTimeout bounds how long in-flight requests may take to finish
-	// after shutdown begins; then remaining connections are closed.
-	ShutdownTimeout time.Duration
+	Settings
 
 	// Mounts add the APIs' routes, in order, before the server accepts
 	// connections.
@@ -68,6 +44,37 @@ type Config struct {
 	AuthenticateUnmatched func(onError func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler
 }
 
+// Settings are the server's plain settings: address, limits, timeouts
+// (a configuration file's or flags' part of Config).
+type Settings struct {
+	// Addr is the TCP address to listen on. Port 0 picks a free port; the
+	// bound address is logged and passed to OnListen. Serve is given its
+	// listener; Addr is for the caller that opens it.
+	Addr string
+
+	// MaxBodyBytes caps every request body. Larger requests get 413.
+	MaxBodyBytes int64
+	// MaxBodyBytesInFlight bounds the bytes of request bodies all requests
+	// in flight hold together (bodybudget.go); a request whose body does
+	// not fit gets 503 with Retry-After. 0 derives it: an eighth of the Go
+	// runtime's soft memory limit when one is set, else 8 × MaxBodyBytes,
+	// never less than MaxBodyBytes. Negative turns the bound off.
+	MaxBodyBytesInFlight int64
+
+	// HTTP server timeouts, see net/http.Server.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+
+	// DrainDelay is how long /readyz answers 503 before the listener closes
+	// on shutdown, so load balancers stop routing new requests first.
+	DrainDelay time.Duration
+	// ShutdownTimeout bounds how long in-flight requests may take to finish
+	// after shutdown begins; then remaining connections are closed.
+	ShutdownTimeout time.Duration
+}
+
 // Mount adds one API's routes to the router: a plain route registration
 // over services built before the server (see package assemble), never the
 // place a service is created. The router decodes nothing: it matches on
@@ -88,7 +95,7 @@ const (
 
 // DefaultConfig returns the HTTP configuration `floe serve` starts with.
 func DefaultConfig() Config {
-	return Config{
+	return Config{Settings: Settings{
 		Addr:              DefaultAddr,
 		MaxBodyBytes:      DefaultMaxBodyBytes,
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
@@ -96,7 +103,7 @@ func DefaultConfig() Config {
 		WriteTimeout:      DefaultWriteTimeout,
 		IdleTimeout:       DefaultIdleTimeout,
 		ShutdownTimeout:   DefaultShutdownTimeout,
-	}
+	}}
 }
 
 // withDefaults returns c with every zero field set to its default.

@@ -314,7 +314,7 @@ func TestRequestID(t *testing.T) {
 
 func TestBodyLimit(t *testing.T) {
 	const limit = 1024
-	ts := start(t, server.Config{MaxBodyBytes: limit, Mounts: []server.Mount{func(r *mux.Router) error {
+	ts := start(t, server.Config{Settings: server.Settings{MaxBodyBytes: limit}, Mounts: []server.Mount{func(r *mux.Router) error {
 		// A handler that knows nothing of the limit: any read error is a
 		// 400 to it. The server must still answer 413.
 		r.HandleFunc("/echo", func(w http.ResponseWriter, req *http.Request) {
@@ -403,8 +403,7 @@ func TestPanicRecovery(t *testing.T) {
 func TestGracefulShutdown(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	ts := start(t, server.Config{
-		DrainDelay:      time.Second,
-		ShutdownTimeout: 20 * time.Second,
+		Settings: server.Settings{DrainDelay: time.Second, ShutdownTimeout: 20 * time.Second},
 		Mounts: []server.Mount{func(r *mux.Router) error {
 			r.HandleFunc("/slow", func(w http.ResponseWriter, req *http.Request) {
 				close(started)
@@ -472,7 +471,7 @@ func TestGracefulShutdown(t *testing.T) {
 func TestShutdownTimeoutCutsRequests(t *testing.T) {
 	started := make(chan struct{})
 	ts := start(t, server.Config{
-		ShutdownTimeout: 200 * time.Millisecond,
+		Settings: server.Settings{ShutdownTimeout: 200 * time.Millisecond},
 		Mounts: []server.Mount{func(r *mux.Router) error {
 			r.HandleFunc("/hang", func(_ http.ResponseWriter, req *http.Request) {
 				close(started)
@@ -503,8 +502,8 @@ func TestNewErrors(t *testing.T) {
 		cfg  server.Config
 		want string
 	}{
-		{"negative body limit", server.Config{MaxBodyBytes: -1}, "max body bytes must not be negative"},
-		{"negative drain delay", server.Config{DrainDelay: -time.Second}, "drain delay must not be negative"},
+		{"negative body limit", server.Config{Settings: server.Settings{MaxBodyBytes: -1}}, "max body bytes must not be negative"},
+		{"negative drain delay", server.Config{Settings: server.Settings{DrainDelay: -time.Second}}, "drain delay must not be negative"},
 		{"failing mount", server.Config{Mounts: []server.Mount{func(*mux.Router) error {
 			return errors.New("no catalog here")
 		}}}, "mounting API 1 of 1: no catalog here"},

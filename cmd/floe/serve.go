@@ -25,7 +25,7 @@ import (
 const defaultWarehouse = "./warehouse"
 
 func newServeCommand() *cobra.Command {
-	cfg := assemble.Config{HTTP: server.DefaultConfig(), DataDir: assemble.DefaultDataDir}
+	cfg := assemble.Config{HTTP: server.DefaultConfig().Settings, DataDir: assemble.DefaultDataDir}
 	var logLevel, logFormat string
 	warehouse := defaultWarehouse
 	warehouseName := "lake"
@@ -86,7 +86,7 @@ func newServeCommand() *cobra.Command {
 			if wh.AllowedLocations, err = checkAllowedLocations(allowedLocations); err != nil {
 				return err
 			}
-			cfg.Iceberg = icebergrest.Deps{Warehouses: []icebergrest.Warehouse{wh}, IdempotencyKeyLifetime: idempotencyKeyLifetime, EventsEndpoint: icebergEvents}
+			cfg.Iceberg = assemble.Iceberg{Warehouses: []icebergrest.Warehouse{wh}, IdempotencyKeyLifetime: idempotencyKeyLifetime, EventsEndpoint: icebergEvents}
 			cfg.Catalog = catalog.Config{MetadataCacheBytes: metadataCacheBytes, MaxMetadataFileBytes: maxMetadataFileBytes}
 			if metadataCacheBytes <= 0 {
 				cfg.Catalog.MetadataCacheBytes = -1 // the catalog's "off"
@@ -111,7 +111,7 @@ func newServeCommand() *cobra.Command {
 			if tp.Enabled {
 				logger.Info("tracing on", "exporter", tp.Exporter)
 			}
-			cfg.TracerProvider = tp
+			deps := assemble.Deps{TracerProvider: tp}
 			if mergeQueueFile != "" {
 				rules, err := mergequeue.LoadRules(mergeQueueFile)
 				if err != nil {
@@ -135,7 +135,7 @@ func newServeCommand() *cobra.Command {
 			// cmd.Context() ends at the first SIGINT or SIGTERM: the HTTP
 			// server drains, then every service closes, the store last;
 			// then the spans still buffered are flushed.
-			err = assemble.Run(cmd.Context(), cfg, logger)
+			err = assemble.Run(cmd.Context(), cfg, deps, logger)
 			flushTraces(tp, logger)
 			return secFlags.explain(err)
 		},

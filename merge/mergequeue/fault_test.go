@@ -35,9 +35,8 @@ type faultLake struct {
 func newFaultLake(t *testing.T) *faultLake {
 	f := &faultLake{clock: &testClock{}}
 	pass := mergequeue.ValidatorFunc(func(context.Context, mergequeue.Candidate) ([]mergequeue.CheckResult, error) { return nil, nil })
-	f.srv = testserver.Start(t, testserver.Options{MergeQueue: func(c *assemble.MergeQueue) {
-		c.Manual, c.Validator, c.Now = true, pass, f.clock.now
-	}})
+	f.srv = testserver.Start(t, testserver.Options{MergeQueue: func(c *assemble.MergeQueue) { c.Manual = true },
+		Deps: func(d *assemble.Deps) { d.MergeValidator, d.MergeQueueNow = pass, f.clock.now }})
 	f.lake = lakescenario.New(f.srv)
 	f.lake.CreateTable(t, cmd("table table=ns.t"), nil)
 	f.lake.Branch(t, cmd("branch ingest/a"))

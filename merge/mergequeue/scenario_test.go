@@ -184,9 +184,8 @@ func newScenario(t *testing.T) *scenario {
 	d.val = &parityValidator{watch: map[string]bool{}, bypass: map[string]bool{}, cancel: map[string]bool{}}
 	rules := mergequeue.DefaultRules()
 	rules.Protected = []string{"main"}
-	d.srv = testserver.Start(t, testserver.Options{MergeQueue: func(c *assemble.MergeQueue) {
-		c.Manual, c.Validator, c.Now, c.Rules = true, d.val, d.clock.now, &rules
-	}})
+	d.srv = testserver.Start(t, testserver.Options{MergeQueue: func(c *assemble.MergeQueue) { c.Manual, c.Rules = true, &rules },
+		Deps: func(deps *assemble.Deps) { deps.MergeValidator, deps.MergeQueueNow = d.val, d.clock.now }})
 	d.val.url, d.val.store, d.val.queue = d.srv.URL, d.srv.Store, d.srv.Queue
 	d.cats = lakescenario.NewCatalogs(d.srv.URL)
 	return d

@@ -37,7 +37,8 @@ func TestSchemaChangesRule(t *testing.T) {
 			// No validator reads the tables (their metadata files do not
 			// exist): the queue's own rule is what is tested.
 			pass := mergequeue.ValidatorFunc(func(context.Context, mergequeue.Candidate) ([]mergequeue.CheckResult, error) { return nil, nil })
-			srv := testserver.Start(t, testserver.Options{MergeQueue: func(c *assemble.MergeQueue) { c.Manual, c.Rules, c.Validator = true, &rules, pass }})
+			srv := testserver.Start(t, testserver.Options{MergeQueue: func(c *assemble.MergeQueue) { c.Manual, c.Rules = true, &rules },
+				Deps: func(d *assemble.Deps) { d.MergeValidator = pass }})
 			ctx := t.Context()
 			key := versionstore.ContentKey{"t"}
 			main, _ := srv.Store.GetRef("main")

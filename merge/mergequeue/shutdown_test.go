@@ -21,7 +21,7 @@ func TestShutdownMidValidation(t *testing.T) {
 		<-ctx.Done() // until the server stops
 		return nil, ctx.Err()
 	})
-	srv := testserver.Start(t, testserver.Options{Dir: dir, MergeQueue: func(c *assemble.MergeQueue) { c.Validator = blocking }})
+	srv := testserver.Start(t, testserver.Options{Dir: dir, Deps: func(d *assemble.Deps) { d.MergeValidator = blocking }})
 	ctx := t.Context()
 	main, _ := srv.Store.GetRef("main")
 	if _, err := srv.Store.CreateRef(ctx, versionstore.CreateRefRequest{Name: "ingest/a", Type: versionstore.Branch, Target: main.Head}); err != nil {

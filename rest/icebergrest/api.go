@@ -126,14 +126,7 @@ type api struct {
 	metrics    *metrics
 	warehouses map[string]*warehouse
 	defaultWH  *warehouse
-	// files are the catalog's warehouses, in the order configured: a
-	// metadata file is read and written through the warehouse holding it
-	// (filesAt).
-	files icebergtable.Warehouses
-	// cache holds the table metadata files of all warehouses (the
-	// catalog's); nil when turned off.
-	cache     *icebergtable.MetadataCache
-	principal func(*http.Request) string
+	principal  func(*http.Request) string
 	// ik handles Idempotency-Key; nil when keys are turned off.
 	ik  *idempotency
 	now func() time.Time
@@ -225,7 +218,6 @@ func newAPI(deps Deps) (*api, error) {
 	if a.principal == nil {
 		a.principal = func(*http.Request) string { return DefaultPrincipal }
 	}
-	a.cache = deps.Catalog.MetadataCache()
 	for _, w := range deps.Warehouses {
 		files, ok := deps.Catalog.Warehouse(w.Name)
 		if !ok {
@@ -239,7 +231,6 @@ func newAPI(deps Deps) (*api, error) {
 			return nil, fmt.Errorf("iceberg REST: warehouse %q configured twice", wh.name)
 		}
 		a.warehouses[wh.name] = wh
-		a.files = append(a.files, wh.files)
 		if a.defaultWH == nil && (deps.DefaultWarehouse == "" || deps.DefaultWarehouse == wh.name) {
 			a.defaultWH = wh
 		}

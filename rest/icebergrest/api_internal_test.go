@@ -192,7 +192,7 @@ func TestConcurrentAppendsTakeTurns(t *testing.T) {
 	// Every file written is cached, so the next commit reads none; that
 	// the cached form equals the file is icebergtable's
 	// TestWrittenMetadataEqualsParsed.
-	if n := e.api.cache.Len(); n < writers*appends {
+	if n := e.api.catalog.MetadataCache().Len(); n < writers*appends {
 		t.Fatalf("%d files cached, want at least %d", n, writers*appends)
 	}
 }
@@ -207,8 +207,8 @@ func TestMetadataCacheBytes(t *testing.T) {
 		cached bool
 	}{{0, true}, {100, false}, {-1, false}} {
 		e := newInternalEnv(t, func(_ *Deps, c *catalog.Config) { c.MetadataCacheBytes = tc.bytes })
-		if (e.api.cache == nil) != (tc.bytes < 0) {
-			t.Fatalf("MetadataCacheBytes %d: cache %v", tc.bytes, e.api.cache)
+		if (e.api.catalog.MetadataCache() == nil) != (tc.bytes < 0) {
+			t.Fatalf("MetadataCacheBytes %d: cache %v", tc.bytes, e.api.catalog.MetadataCache())
 		}
 		e.call(t, http.MethodPost, "/v1/lake/namespaces", `{"namespace":["ns"]}`, http.StatusOK)
 		e.call(t, http.MethodPost, "/v1/lake/namespaces/ns/tables",
@@ -218,11 +218,11 @@ func TestMetadataCacheBytes(t *testing.T) {
 		if st := e.state(t, path); len(st.Metadata.Snapshots) != 1 {
 			t.Fatalf("MetadataCacheBytes %d: %d snapshots after one append", tc.bytes, len(st.Metadata.Snapshots))
 		}
-		if got := e.api.cache.Len() > 0; got != tc.cached {
-			t.Errorf("MetadataCacheBytes %d: %d files cached (%d bytes)", tc.bytes, e.api.cache.Len(), e.api.cache.Bytes())
+		if got := e.api.catalog.MetadataCache().Len() > 0; got != tc.cached {
+			t.Errorf("MetadataCacheBytes %d: %d files cached (%d bytes)", tc.bytes, e.api.catalog.MetadataCache().Len(), e.api.catalog.MetadataCache().Bytes())
 		}
-		if e.api.cache.Bytes() > max(tc.bytes, 0) && tc.bytes != 0 {
-			t.Errorf("MetadataCacheBytes %d: the cache holds %d bytes", tc.bytes, e.api.cache.Bytes())
+		if e.api.catalog.MetadataCache().Bytes() > max(tc.bytes, 0) && tc.bytes != 0 {
+			t.Errorf("MetadataCacheBytes %d: the cache holds %d bytes", tc.bytes, e.api.catalog.MetadataCache().Bytes())
 		}
 	}
 }

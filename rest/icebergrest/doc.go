@@ -9,10 +9,14 @@
 // "lake@<hash>" a read-only view of that commit. Every change (namespaces,
 // table commits, multi-table transactions, renames, drops) is one atomic
 // commit on the branch, with a message and properties recording the Iceberg
-// operation. Table commits (updateTable, transactions/commit) are decided
-// by the catalog service (package catalog, Service.CommitTables): this
-// package decodes the request, authorizes it, checks the maintenance lock,
-// calls the catalog and encodes its answer, mapping the catalog's typed
+// operation. Every change is decided by the catalog service (package
+// catalog): table commits (updateTable, transactions/commit) by
+// Service.CommitTables, view commits by CommitView, creates,
+// registrations, renames and drops by CreateTable, RegisterTable,
+// RenameTable, DropTable and their view twins, namespaces by
+// CreateNamespace, UpdateNamespaceProperties and DropNamespace. This
+// package decodes the request, authorizes it, checks the maintenance lock
+// (table commits), calls the catalog (write.go) and encodes its answer, mapping the catalog's typed
 // refusals onto the REST error model with the Java exception names and
 // messages Iceberg's clients expect (errors.go). The catalog validates and
 // applies the changes, retries server-side when another writer changed

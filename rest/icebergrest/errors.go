@@ -60,24 +60,13 @@ func badRequest(format string, args ...any) *apiError {
 	return newError(http.StatusBadRequest, typeBadRequest, format, args...)
 }
 
-func illegalArgument(format string, args ...any) *apiError {
-	return newError(http.StatusBadRequest, typeIllegalArgument, format, args...)
-}
-
-func noSuchNamespace(ns []string) *apiError {
-	return newError(http.StatusNotFound, typeNoSuchNamespace, "Namespace does not exist: %s", dotted(ns))
-}
-
-func noSuchTable(id identifier) *apiError {
-	return newError(http.StatusNotFound, typeNoSuchTable, "Table does not exist: %s", id)
-}
-
-func noSuchView(id identifier) *apiError {
-	return newError(http.StatusNotFound, typeNoSuchView, "View does not exist: %s", id)
-}
-
 func commitFailed(format string, args ...any) *apiError {
 	return newError(http.StatusConflict, typeCommitFailed, format, args...)
+}
+
+// internalError marks a failure of storage the catalog relies on.
+func internalError(err error) error {
+	return &apiError{status: http.StatusInternalServerError, typ: typeInternalServerError, msg: err.Error(), cause: err}
 }
 
 // errorBody is the IcebergErrorResponse schema.
@@ -153,6 +142,9 @@ var catalogErrors = map[catalog.Kind]struct {
 	catalog.CommitFailed:       {http.StatusConflict, typeCommitFailed},
 	catalog.StorageFailed:      {http.StatusInternalServerError, typeInternalServerError},
 	catalog.CommitStateUnknown: {http.StatusInternalServerError, typeCommitStateUnknown},
+	catalog.NamespaceNotEmpty:  {http.StatusConflict, typeNamespaceNotEmpty},
+	catalog.Unprocessable:      {http.StatusUnprocessableEntity, typeUnprocessable},
+	catalog.NoSuchFile:         {http.StatusNotFound, typeNotFound},
 }
 
 // fromCatalog is the error model of a catalog refusal: its message as

@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"maps"
 	"net/http"
 	"slices"
 
-	"github.com/floe-catalog/floe/iceberg/icebergtable"
+	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )
@@ -55,25 +54,9 @@ func decodeJSONBody(data []byte, v any) error {
 	return nil
 }
 
-// lookup returns the content at key, or nil when absent.
-func (a *api) lookup(ctx context.Context, at versionstore.Hash, key versionstore.ContentKey) (*versionstore.Content, error) {
-	c, err := a.store.GetContent(ctx, at, key)
-	if errors.Is(err, versionstore.ErrContentNotFound) {
-		return nil, nil
-	}
-	return c, err
-}
-
 // requireNamespace fails with 404 unless ns is a namespace at the commit.
 func (a *api) requireNamespace(ctx context.Context, at versionstore.Hash, ns []string) (*versionstore.Content, error) {
-	c, err := a.lookup(ctx, at, ns)
-	if err != nil {
-		return nil, err
-	}
-	if c == nil || c.Type != versionstore.Namespace {
-		return nil, noSuchNamespace(ns)
-	}
-	return c, nil
+	return a.catalog.RequireNamespace(ctx, at, ns)
 }
 
 type namespaceResponse struct {
@@ -150,58 +133,19 @@ func (a *api) createNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	if len(req.Namespace) == 0 {
-		return badRequest("cannot create a namespace with no levels")
-	}
-	if err := checkNewKey("namespace", req.Namespace); err != nil {
+	if err := catalog.CheckNamespaceCreate(req.Namespace); err != nil {
 		return err
 	}
 	branch, err := a.writeBranch(r, wr, policy.ActionCreateNamespace, content(req.Namespace, policy.TypeNamespace, policy.ChangeCreate))
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
-	head, err := a.head(branch)
-	if err != nil {
-		return err
-	}
-	if existing, err := a.lookup(ctx, head, req.Namespace); err != nil {
-		return err
-	} else if existing != nil {
-		return namespaceClash(req.Namespace, existing.Type)
-	}
-	if len(req.Namespace) > 1 {
-		if _, err := a.requireNamespace(ctx, head, req.Namespace[:len(req.Namespace)-1]); err != nil {
-			return err
-		}
-	}
-	content := &versionstore.Content{Type: versionstore.Namespace, Properties: req.Properties}
-	rp := jsonReply(http.StatusOK, namespaceResponse{Namespace: req.Namespace, Properties: namespaceProps(wr.wh, req.Namespace, content)})
-	_, err = a.commit(ctx, w, r, branch, head, []versionstore.Operation{{Kind: versionstore.OpPut, Key: req.Namespace, Content: content}},
-		commitDescription{op: "create-namespace", message: "iceberg: create namespace " + dotted(req.Namespace),
-			props: map[string]string{icebergtable.PropNamespace: dotted(req.Namespace)}}, rp)
-	if ce := conflictOf(err); ce != nil {
-		if cf := findConflict(ce, versionstore.ConflictNamespaceAbsent, versionstore.ConflictNotANamespace); cf != nil {
-			return noSuchNamespace(cf.Key)
-		}
-		return newError(http.StatusConflict, typeAlreadyExists, "Namespace already exists: %s", dotted(req.Namespace))
-	}
-	if err != nil {
-		return err
-	}
-	rp.write(w, &a.joins)
-	return nil
-}
-
-// namespaceClash is the 409 for creating a namespace over an existing key.
-func namespaceClash(ns []string, existing versionstore.ContentType) error {
-	switch existing {
-	case versionstore.IcebergTable:
-		return newError(http.StatusConflict, typeAlreadyExists, "Cannot create namespace %s: a table with the same name exists", dotted(ns))
-	case versionstore.IcebergView:
-		return newError(http.StatusConflict, typeAlreadyExists, "Cannot create namespace %s: a view with the same name exists", dotted(ns))
-	}
-	return newError(http.StatusConflict, typeAlreadyExists, "Namespace already exists: %s", dotted(ns))
+	_, err = a.write(w, r, wr, branch, func(done *catalog.Written) *reply {
+		return jsonReply(http.StatusOK, namespaceResponse{Namespace: req.Namespace, Properties: namespaceProps(wr.wh, req.Namespace, done.Content)})
+	}, func(ctx context.Context, cw catalog.Write) (*catalog.Written, error) {
+		return a.catalog.CreateNamespace(ctx, cw, req.Namespace, req.Properties)
+	})
+	return err
 }
 
 func (a *api) loadNamespace(w http.ResponseWriter, r *http.Request) error {
@@ -250,34 +194,10 @@ func (a *api) dropNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
-	err = a.retry(ctx, "drop-namespace", func(int) (bool, error) {
-		head, err := a.head(branch)
-		if err != nil {
-			return false, err
-		}
-		if _, err := a.requireNamespace(ctx, head, ns); err != nil {
-			return false, err
-		}
-		_, err = a.commit(ctx, w, r, branch, head, []versionstore.Operation{{Kind: versionstore.OpDelete, Key: ns}},
-			commitDescription{op: "drop-namespace", message: "iceberg: drop namespace " + dotted(ns),
-				props: map[string]string{icebergtable.PropNamespace: dotted(ns)}}, noContent())
-		ce := conflictOf(err)
-		switch {
-		case ce == nil:
-			return false, err
-		case findConflict(ce, versionstore.ConflictNamespaceNotEmpty) != nil:
-			return false, newError(http.StatusConflict, typeNamespaceNotEmpty, "Namespace not empty: %s is not empty, it still holds tables, views or namespaces", dotted(ns))
-		case findConflict(ce, versionstore.ConflictKeyDoesNotExist) != nil:
-			return false, noSuchNamespace(ns)
-		}
-		return true, commitFailed("Namespace %s changed concurrently: %v", dotted(ns), ce)
+	_, err = a.write(w, r, wr, branch, func(*catalog.Written) *reply { return noContent() }, func(ctx context.Context, cw catalog.Write) (*catalog.Written, error) {
+		return a.catalog.DropNamespace(ctx, cw, ns)
 	})
-	if err != nil {
-		return err
-	}
-	noContent().write(w, &a.joins)
-	return nil
+	return err
 }
 
 func (a *api) updateNamespaceProperties(w http.ResponseWriter, r *http.Request) error {
@@ -296,69 +216,21 @@ func (a *api) updateNamespaceProperties(w http.ResponseWriter, r *http.Request) 
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	var both []string
-	for _, k := range req.Removals {
-		if _, ok := req.Updates[k]; ok {
-			both = append(both, k)
-		}
-	}
-	if len(both) > 0 {
-		return newError(http.StatusUnprocessableEntity, typeUnprocessable,
-			"Cannot update and remove the same properties: %v", both)
+	if err := catalog.CheckPropertyChanges(req.Removals, req.Updates); err != nil {
+		return err
 	}
 	branch, err := a.writeBranch(r, wr, policy.ActionWriteNamespace, content(ns, policy.TypeNamespace, policy.ChangeUpdate))
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
-	var resp struct {
-		Updated []string `json:"updated"`
-		Removed []string `json:"removed"`
-		Missing []string `json:"missing,omitempty"`
-	}
-	var rp *reply
-	err = a.retry(ctx, "update-namespace", func(int) (bool, error) {
-		head, err := a.head(branch)
-		if err != nil {
-			return false, err
-		}
-		cur, err := a.requireNamespace(ctx, head, ns)
-		if err != nil {
-			return false, err
-		}
-		next := maps.Clone(cur.Properties)
-		if next == nil {
-			next = map[string]string{}
-		}
-		resp.Updated, resp.Removed, resp.Missing = slices.Sorted(maps.Keys(req.Updates)), []string{}, nil
-		for _, k := range req.Removals {
-			if _, ok := next[k]; ok {
-				delete(next, k)
-				resp.Removed = append(resp.Removed, k)
-			} else {
-				resp.Missing = append(resp.Missing, k)
-			}
-		}
-		maps.Copy(next, req.Updates)
-		if resp.Updated == nil {
-			resp.Updated = []string{}
-		}
-		rp = jsonReply(http.StatusOK, resp)
-		if maps.Equal(next, cur.Properties) || (len(next) == 0 && len(cur.Properties) == 0) {
-			return false, nil
-		}
-		content := &versionstore.Content{Type: versionstore.Namespace, ID: cur.ID, Properties: next}
-		_, err = a.commit(ctx, w, r, branch, head, []versionstore.Operation{{Kind: versionstore.OpPut, Key: ns, Content: content}},
-			commitDescription{op: "update-namespace", message: "iceberg: update properties of namespace " + dotted(ns),
-				props: map[string]string{icebergtable.PropNamespace: dotted(ns)}}, rp)
-		if ce := conflictOf(err); ce != nil {
-			return true, commitFailed("Namespace %s changed concurrently: %v", dotted(ns), ce)
-		}
-		return false, err
+	_, err = a.write(w, r, wr, branch, func(done *catalog.Written) *reply {
+		return jsonReply(http.StatusOK, struct {
+			Updated []string `json:"updated"`
+			Removed []string `json:"removed"`
+			Missing []string `json:"missing,omitempty"`
+		}{done.Properties.Updated, done.Properties.Removed, done.Properties.Missing})
+	}, func(ctx context.Context, cw catalog.Write) (*catalog.Written, error) {
+		return a.catalog.UpdateNamespaceProperties(ctx, cw, ns, req.Removals, req.Updates)
 	})
-	if err != nil {
-		return err
-	}
-	rp.write(w, &a.joins)
-	return nil
+	return err
 }

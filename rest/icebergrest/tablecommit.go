@@ -186,10 +186,7 @@ func (a *api) commitTables(w http.ResponseWriter, r *http.Request, wr *warehouse
 		Observer:  commitMetrics{a.metrics},
 		Prepared: func(results []*catalog.Staged) *versionstore.Record {
 			rp = respond(results)
-			if kr != nil && rp != nil {
-				return kr.record(rp, a.now().Add(a.ik.lifetime))
-			}
-			return nil
+			return a.recordOf(kr, rp)
 		},
 	}
 	for i, tc := range changes {
@@ -199,16 +196,7 @@ func (a *api) commitTables(w http.ResponseWriter, r *http.Request, wr *warehouse
 	if err != nil {
 		return nil, err
 	}
-	if done.Commit != nil {
-		if done.Recorded {
-			kr.recorded = true
-			a.metrics.ikRecords.WithLabelValues("with-commit").Inc()
-		}
-		a.logger.InfoContext(ctx, "iceberg commit",
-			"operation", done.Op, "message", done.Message, "branch", branch,
-			"commit", done.Commit.Commit.Hash.String(), "rebased", done.Commit.Rebased, "append_rebased", done.Rebased,
-			"principal", req.Committer, "request_id", requestID(w))
-	}
+	a.committed(ctx, w, kr, branch, req.Committer, committed{op: done.Op, message: done.Message, commit: done.Commit, appendRebased: done.Rebased, recorded: done.Recorded})
 	a.countSnapshots(done.Staged)
 	return rp, nil
 }

@@ -11,7 +11,9 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/iceberg/icebergtable"
+	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -27,7 +29,7 @@ type loadTableResult struct {
 // loadTableAt returns a table's content and current metadata file at a
 // commit, or a 404 if the key is absent or not a table.
 func (a *api) loadTableAt(ctx context.Context, at versionstore.Hash, id identifier) (*versionstore.Content, *icebergtable.MetadataFile, error) {
-	return loadEntityAt(ctx, a, at, id, tableKind, a.loadTableMetadata)
+	return a.catalog.LoadTable(ctx, at, catalog.Identifier(id))
 }
 
 // etag identifies one representation of a table: its metadata file and the
@@ -77,56 +79,36 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if req.Schema == nil {
-		return badRequest("cannot create table %s: the schema is missing", id)
-	}
-	if err := validateCreateTable(&req); err != nil {
-		return err
-	}
-	if err := checkCreateProperties(id, req.Properties); err != nil {
-		return err
-	}
-	branch, tableUUID, loc, err := a.placeNew(r, wr, id, tableKind, req.Location)
-	if err != nil {
-		return err
-	}
-	spec := iceberg.UnpartitionedSpec
+	create := catalog.TableCreate{ID: catalog.Identifier(id), Location: req.Location, Schema: req.Schema,
+		Properties: req.Properties, Stage: req.StageCreate}
 	if req.PartitionSpec != nil {
-		s := req.PartitionSpec.PartitionSpec
-		spec = &s
+		create.PartitionSpec = &req.PartitionSpec.PartitionSpec
 	}
-	order := table.UnsortedSortOrder
 	if req.WriteOrder != nil {
-		order = req.WriteOrder.SortOrder
+		create.WriteOrder = &req.WriteOrder.SortOrder
 	}
-	meta, err := table.NewMetadataWithUUID(req.Schema, spec, order, loc, withSharedFileProperties(req.Properties), tableUUID)
-	if err != nil {
-		return illegalArgument("cannot create table %s: %v", id, err)
-	}
-	if err := validateTableLayouts(nil, meta); err != nil {
+	if err := create.Check(); err != nil {
 		return err
 	}
-	if p := icebergtable.PropertiesOf(meta)[icebergtable.PropMetadataPath]; p != "" {
-		if _, err := wr.wh.requireInside(icebergtable.PropMetadataPath, p); err != nil {
-			return err
-		}
+	branch, err := a.writeBranch(r, wr, tableKind.createAction, content(id.key(), tableKind.policyType, policy.ChangeCreate))
+	if err != nil {
+		return err
 	}
-
 	// Vended credentials are decided (and may be refused) before
 	// anything is written.
-	access, err := a.tableAccess(w, r, wr, id, meta)
-	if err != nil {
-		return err
-	}
-	ctx := r.Context()
-	head, err := a.newEntityHead(ctx, branch, id, tableKind)
-	if err != nil {
+	var access tableAccess
+	create.Admit = func(meta table.Metadata) (err error) {
+		access, err = a.tableAccess(w, r, wr, id, meta)
 		return err
 	}
 	if req.StageCreate {
 		// Nothing is written: the client commits the table later with
 		// assert-create and the full list of updates.
-		raw, err := json.Marshal(meta)
+		staged, err := a.catalog.CreateTable(r.Context(), catalog.Write{Warehouse: wr.wh.name, Branch: branch}, create)
+		if err != nil {
+			return err
+		}
+		raw, err := json.Marshal(staged.StagedTable)
 		if err != nil {
 			return err
 		}
@@ -137,20 +119,13 @@ func (a *api) createTable(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusOK, loadTableResult{Metadata: raw, Config: cfg, StorageCredentials: access.credentials})
 		return nil
 	}
-
-	file, err := a.writeNextTableMetadata(ctx, wr.wh, meta, nil)
-	if err != nil {
-		return err
-	}
-	return a.commitCreate(ctx, w, r, branch, head, id, tableKind, file.Location, icebergtable.TableContent("", file),
-		loadTableReply(access, file.Location, file.JSON).withETag(etag(file.Location, "all")))
-}
-
-// commitStateUnknown is the 500 for a commit whose outcome the store could
-// not report: the client must check before retrying.
-func commitStateUnknown(err error) error {
-	return &apiError{status: http.StatusInternalServerError, typ: typeCommitStateUnknown,
-		msg: "the catalog commit may or may not have happened: " + err.Error(), cause: err}
+	_, err = a.write(w, r, wr, branch, func(done *catalog.Written) *reply {
+		file := done.Table
+		return loadTableReply(access, file.Location, file.JSON).withETag(etag(file.Location, "all"))
+	}, func(ctx context.Context, cw catalog.Write) (*catalog.Written, error) {
+		return a.catalog.CreateTable(ctx, cw, create)
+	})
+	return err
 }
 
 func (a *api) loadTable(w http.ResponseWriter, r *http.Request) error {
@@ -207,24 +182,12 @@ func (a *api) dropTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var id identifier
-	describe := func(i identifier) commitDescription {
-		id = i
-		desc := commitDescription{op: "drop", message: "iceberg: drop table " + id.String(), props: map[string]string{icebergtable.PropTable: id.String()}}
-		if purge {
-			desc.message += " (purge requested; no files deleted)"
-			desc.props[icebergtable.PropPurgeRequested] = "true"
-		}
-		return desc
-	}
-	// The metadata file is read, as loadTable would: a table whose
-	// metadata cannot be read is not dropped.
-	removed, branch, err := a.removeEntity(w, r, tableKind, describe, func(ctx context.Context, c *versionstore.Content) (*reply, error) {
-		if _, err := a.readTableMetadata(ctx, c.MetadataLocation); err != nil {
-			return nil, internalError(err)
-		}
-		return noContent(), nil
-	})
+	var id catalog.Identifier
+	done, branch, err := a.removeEntity(w, r, tableKind, func(*catalog.Written) *reply { return noContent() },
+		func(ctx context.Context, cw catalog.Write, i catalog.Identifier) (*catalog.Written, error) {
+			id = i
+			return a.catalog.DropTable(ctx, cw, id, purge)
+		})
 	if err != nil {
 		return err
 	}
@@ -233,7 +196,7 @@ func (a *api) dropTable(w http.ResponseWriter, r *http.Request) error {
 	// and logged but not acted on.
 	if purge {
 		a.logger.InfoContext(r.Context(), "table dropped with purgeRequested=true: no files were deleted, other branches and commits may still reference them",
-			"table", id.String(), "branch", branch, "metadata_location", removed.MetadataLocation, "request_id", requestID(w))
+			"table", id.String(), "branch", branch, "metadata_location", done.Content.MetadataLocation, "request_id", requestID(w))
 	}
 	return nil
 }
@@ -241,50 +204,25 @@ func (a *api) dropTable(w http.ResponseWriter, r *http.Request) error {
 // unregisterTable removes the table from the branch and answers with its
 // metadata location and metadata.
 func (a *api) unregisterTable(w http.ResponseWriter, r *http.Request) error {
-	describe := func(id identifier) commitDescription {
-		return commitDescription{op: "unregister", message: "iceberg: unregister table " + id.String(), props: map[string]string{icebergtable.PropTable: id.String()}}
-	}
-	_, _, err := a.removeEntity(w, r, tableKind, describe, func(ctx context.Context, c *versionstore.Content) (*reply, error) {
-		file, err := a.readTableMetadata(ctx, c.MetadataLocation)
-		if err != nil {
-			return nil, internalError(err)
-		}
-		body, err := file.ServedJSON()
-		if err != nil {
-			return nil, internalError(err)
-		}
-		return metadataReply(file.Location, body, nil), nil
-	})
+	_, _, err := a.removeEntity(w, r, tableKind, func(done *catalog.Written) *reply {
+		return metadataReply(done.Table.Location, done.TableBody, nil)
+	}, a.catalog.UnregisterTable)
 	return err
 }
 
 func (a *api) registerTable(w http.ResponseWriter, r *http.Request) error {
-	return a.registerEntity(w, r, tableKind, func(ctx context.Context, wr *warehouseRef, id identifier, loc string) (registration, error) {
-		file, err := a.readTableMetadata(ctx, loc)
-		if err != nil {
-			return registration{}, err
-		}
-		// The registered file is kept as it is (the table's metadata
-		// location is the client's), whatever its gc.enabled says: the
-		// answer and every load serve the shared-file properties, and the
-		// next commit writes them.
-		body, err := file.ServedJSON()
-		if err != nil {
-			return registration{}, internalError(err)
-		}
-		access, err := a.tableAccess(w, r, wr, id, file.Metadata)
-		if err != nil {
-			return registration{}, err
-		}
-		return registration{
-			location:       file.Location,
-			entityLocation: file.Metadata.Location(),
-			content:        func(contentID string) *versionstore.Content { return icebergtable.TableContent(contentID, file) },
-			// The config of a loadTable answer, signing or vended
-			// credentials included: an engine writes to the table it
-			// registered with this answer.
-			reply: loadTableReply(access, file.Location, body).withETag(etag(file.Location, "all")),
-		}, nil
+	var access tableAccess
+	return a.registerEntity(w, r, tableKind, func(done *catalog.Written) *reply {
+		// The config of a loadTable answer, signing or vended
+		// credentials included: an engine writes to the table it
+		// registered with this answer.
+		file := done.Table
+		return loadTableReply(access, file.Location, done.TableBody).withETag(etag(file.Location, "all"))
+	}, func(ctx context.Context, cw catalog.Write, wr *warehouseRef, id identifier, loc string, overwrite bool) (*catalog.Written, error) {
+		return a.catalog.RegisterTable(ctx, cw, catalog.Identifier(id), loc, overwrite, func(file *icebergtable.MetadataFile) (err error) {
+			access, err = a.tableAccess(w, r, wr, id, file.Metadata)
+			return err
+		})
 	})
 }
 
@@ -326,5 +264,5 @@ func (a *api) reportMetrics(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) renameTable(w http.ResponseWriter, r *http.Request) error {
-	return a.renameEntity(w, r, tableKind)
+	return a.renameEntity(w, r, tableKind, a.catalog.RenameTable)
 }

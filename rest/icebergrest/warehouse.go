@@ -79,23 +79,6 @@ func newWarehouse(w Warehouse, files *icebergtable.Warehouse) (*warehouse, error
 // holdsBucket reports whether bucket is one of the warehouse's.
 func (w *warehouse) holdsBucket(bucket string) bool { return slices.Contains(w.buckets, bucket) }
 
-// requireInside validates a location a client supplied: it must lie
-// inside the warehouse or one of its allowed locations. It returns the
-// location normalized.
-func (w *warehouse) requireInside(what, loc string) (string, error) {
-	s, err := w.files.Contains(loc)
-	if err != nil {
-		return "", badRequest("invalid %s: %v", what, err)
-	}
-	return s, nil
-}
-
-// defaultLocation is where a new table or view goes when its creator names
-// no location.
-func (w *warehouse) defaultLocation(id identifier, uuid string) string {
-	return w.files.DefaultTableLocation(id.Namespace, id.Name, uuid)
-}
-
 // warehouseRef is what one request's prefix or warehouse names: a
 // warehouse at a point in the version history.
 type warehouseRef struct {
@@ -205,16 +188,4 @@ func (a *api) warehouseRefOf(r *http.Request) (*warehouseRef, error) {
 		}
 	}
 	return c, nil
-}
-
-// head returns the current head of a branch, for each attempt of a write.
-func (a *api) head(branch string) (versionstore.Hash, error) {
-	ref, err := a.store.GetRef(branch)
-	if err != nil {
-		if errors.Is(err, versionstore.ErrReferenceNotFound) {
-			return versionstore.Hash{}, newError(http.StatusNotFound, typeNoSuchWarehouse, "Branch %s no longer exists", branch)
-		}
-		return versionstore.Hash{}, err
-	}
-	return ref.Head, nil
 }

@@ -7,7 +7,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/floe-catalog/floe/catalog"
-	"github.com/floe-catalog/floe/housekeeping/maintenance"
+	"github.com/floe-catalog/floe/merge/mergequeue"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/floeapi"
@@ -20,12 +20,15 @@ import (
 // empty.
 const DefaultDataDir = "./data"
 
-// Config is one floe server process.
+// Config is one floe server process's configuration: plain data, as
+// etcd's embed.Config is, that flags or a file fill in and a test can
+// compare or print. What is live (services, functions, clocks, stubs, a
+// file system) is Deps, handed to Build beside it; TestConfigIsData holds
+// Config to that.
 type Config struct {
 	// HTTP configures the HTTP server: listen address, limits, timeouts,
-	// the drain delay and the shutdown timeout. Mounts and Registry are
-	// the root's: use Routes for extra routes.
-	HTTP server.Config
+	// the drain delay and the shutdown timeout.
+	HTTP server.Settings
 	// DataDir holds the embedded Pebble version store; created if
 	// missing. "" means DefaultDataDir.
 	DataDir string
@@ -38,10 +41,6 @@ type Config struct {
 	// objects (versionstore.Options.CacheBytes); 0 means its backend's
 	// default (StoreCacheBytes).
 	StoreCacheBytes int64
-	// StoreFS is the file system the embedded Pebble store lives on; nil
-	// is the real disk. Tests pass a fault-injecting one (Pebble's
-	// vfs/errorfs) to play a full disk or an unwritable directory.
-	StoreFS vfs.FS
 	// Security says who callers are and what they may do.
 	Security Security
 	// Catalog configures the catalog service (package catalog), which
@@ -49,21 +48,11 @@ type Config struct {
 	// the merge engine, GC, merge checks and table statistics share. The
 	// root sets Warehouses from Iceberg.Warehouses.
 	Catalog catalog.Config
-	// Iceberg configures the Iceberg REST facade; Warehouses must list at
-	// least one, and the directories of local (file://) warehouses are
-	// created if missing. The root sets Store, Catalog, Logger and
-	// Metrics, and Principal, Authenticate and Guard from the services it
-	// builds unless they are already set (tests set them to stubs).
-	Iceberg icebergrest.Deps
-	// Nessie configures the Nessie API v2, filled in as Iceberg is.
-	Nessie nessie.Deps
-	// Floe configures floe's own API (/api/floe/v1), filled in as Iceberg
-	// is.
-	Floe floeapi.Deps
+	// Iceberg configures the Iceberg REST facade.
+	Iceberg Iceberg
 	// Maintenance configures the maintenance locks, which floe's API
-	// serves and the Iceberg REST facade enforces; the root sets Store,
-	// Warehouses, Metrics and Logger.
-	Maintenance maintenance.Options
+	// serves and the Iceberg REST facade enforces.
+	Maintenance Maintenance
 	// MergePartitionOverlap is the catalog default for tables without the
 	// floe.merge.partition-overlap property: allow, check or refuse; ""
 	// is check (mergeengine.DefaultOverlapRule).
@@ -81,19 +70,73 @@ type Config struct {
 	// DefaultLeaseTTL. Failover takes at most LeaseTTL + LeaseTTL/3.
 	LeaseTTL time.Duration
 	// MergeChecks configure the validation of the queue's candidates,
-	// used unless MergeQueue.Validator is set.
+	// used unless Deps.MergeValidator is set.
 	MergeChecks MergeChecks
 	// EventWebhooks push the change feed to webhooks; delivery runs on
 	// one replica at a time (the lease "eventhooks").
 	EventWebhooks EventWebhooks
-	// Routes are extra routes, mounted after the APIs'; for tests and
-	// embedders. They must only register handlers.
-	Routes []server.Mount
+}
+
+// Deps are what a process is built with besides its Config: what is
+// live, or stands in for a service in tests. Every field may be left
+// zero; the root then builds or chooses the real thing.
+type Deps struct {
+	// StoreFS is the file system the embedded Pebble store lives on; nil
+	// is the real disk. Tests pass a fault-injecting one (Pebble's
+	// vfs/errorfs) to play a full disk or an unwritable directory.
+	StoreFS vfs.FS
 	// TracerProvider traces requests and what they do (authorization,
 	// metadata files, version-store commits, merges); nil records
 	// nothing. cmd/floe builds it from the OTEL_* variables (package
 	// tracing) and flushes it after the process closed.
 	TracerProvider trace.TracerProvider
+	// Routes are extra routes, mounted after the APIs'; for tests and
+	// embedders. They must only register handlers.
+	Routes []server.Mount
+	// Iceberg, Nessie and Floe are the APIs' Deps. The root sets the
+	// store, the catalog, the logger, the metrics and the data from
+	// Config (Iceberg's warehouses and settings), and builds every
+	// service a field leaves nil: Principal, Authenticate and Guard from
+	// authentication and the policy engine, the maintenance locks, the
+	// merge engine, the queue and so on. Tests set stubs.
+	Iceberg icebergrest.Deps
+	Nessie  nessie.Deps
+	Floe    floeapi.Deps
+	// MaintenanceNow, RefRetentionNow and MergeQueueNow are the clocks of
+	// the maintenance locks, of reference expiry and of the merge queue;
+	// nil is time.Now. Tests move them instead of sleeping.
+	MaintenanceNow, RefRetentionNow, MergeQueueNow func() time.Time
+	// AuthnNow is the clock authentication checks tokens' expiry by; nil
+	// is time.Now.
+	AuthnNow func() time.Time
+	// MergeValidator judges every merge-queue candidate; nil means
+	// mergecheck's, built from Config.MergeChecks (see mergecheck.go).
+	MergeValidator mergequeue.Validator
+}
+
+// Iceberg configures the Iceberg REST facade (icebergrest.Deps' plain
+// settings).
+type Iceberg struct {
+	// Warehouses lists the warehouses served; at least one. The
+	// directories of local (file://) warehouses are created if missing.
+	Warehouses []icebergrest.Warehouse
+	// DefaultWarehouse is used when a client names none; "" means the
+	// first of Warehouses.
+	DefaultWarehouse string
+	// IdempotencyKeyLifetime: see icebergrest.Deps.
+	IdempotencyKeyLifetime time.Duration
+	// SnapshotMetricTables: see icebergrest.Deps.
+	SnapshotMetricTables int
+	// EventsEndpoint serves the events endpoint of the Iceberg REST
+	// spec's open proposal: see icebergrest.Deps.
+	EventsEndpoint bool
+}
+
+// Maintenance configures the maintenance locks (maintenance.Options'
+// plain settings).
+type Maintenance struct {
+	// MaxTTL bounds a lease's TTL; 0 means maintenance.DefaultMaxTTL.
+	MaxTTL time.Duration
 }
 
 // GC configures garbage collection.

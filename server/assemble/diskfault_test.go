@@ -272,9 +272,8 @@ func TestStartOnAFullDiskFailsFast(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config(t.TempDir())
-			cfg.StoreFS = tc.fs
 			start := time.Now()
-			err := assemble.Run(t.Context(), cfg, nil)
+			err := assemble.Run(t.Context(), cfg, assemble.Deps{StoreFS: tc.fs}, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("Run = %v, want one line containing %q", err, tc.want)
 			}

@@ -1,7 +1,9 @@
 // Package assemble is floe's composition root: the one place where the
 // services of a floe server process are built, and the only one. From a
-// Config it builds, in this order, the version store (Pebble backend in the
-// data directory), authentication, the decision log and the policy engine,
+// Config, plain data as etcd's embed.Config is, and Deps, what is live
+// beside it (a tracer, clocks, a test's stubs), it builds, in this order,
+// the version store (Pebble backend in the data directory),
+// authentication, the decision log and the policy engine,
 // the APIs (the Iceberg REST facade and the Nessie API v2), their
 // background workers, and last the HTTP server, which receives nothing but
 // route registrations over those already-built services.

@@ -44,7 +44,7 @@ func TestExpirySweepOneReplicaAtATime(t *testing.T) {
 		}
 		t.Cleanup(func() { store.Close() })
 		regs[i] = prometheus.NewRegistry()
-		retention, err := newRetention(RefRetention{}, store, slog.New(slog.DiscardHandler), regs[i])
+		retention, err := newRetention(RefRetention{}, nil, store, slog.New(slog.DiscardHandler), regs[i])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/merge/classify"
 	"github.com/floe-catalog/floe/merge/mergeengine"
@@ -24,9 +26,9 @@ func newClassifier(whs icebergtable.Warehouses) *classify.Classifier {
 
 // newMergeEngine builds the merge engine the Nessie API's merges and
 // transplants and floe's merge plans go through.
-func newMergeEngine(cfg Config, store *versionstore.Store, whs icebergtable.Warehouses, logger *slog.Logger) (*mergeengine.Engine, error) {
+func newMergeEngine(cfg Config, tp trace.TracerProvider, store *versionstore.Store, whs icebergtable.Warehouses, logger *slog.Logger) (*mergeengine.Engine, error) {
 	return mergeengine.New(mergeengine.Options{Store: store, Warehouses: whs,
-		DefaultOverlap: mergeengine.OverlapRule(cfg.MergePartitionOverlap), Logger: logger, TracerProvider: cfg.TracerProvider})
+		DefaultOverlap: mergeengine.OverlapRule(cfg.MergePartitionOverlap), Logger: logger, TracerProvider: tp})
 }
 
 // floePlanner gives floe's API the engine's dry runs in its own terms.

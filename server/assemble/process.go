@@ -48,7 +48,7 @@ type Process struct {
 	// backups backs up and exports the embedded store; nil over a
 	// backend other than Pebble.
 	backups *storebackup.Service
-	tracer  trace.TracerProvider // Config.TracerProvider
+	tracer  trace.TracerProvider // Deps.TracerProvider
 	queue   *mergequeue.Queue
 	// feed is the change feed, drained when Serve begins to shut down.
 	feed *changefeed.Feed
@@ -84,8 +84,8 @@ type closer struct {
 // Run is `floe serve`: it builds the process, listens on cfg.HTTP.Addr and
 // serves until ctx ends, then drains and closes every service. It returns
 // nil after a clean shutdown.
-func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	p, err := Build(ctx, cfg, logger)
+func Run(ctx context.Context, cfg Config, deps Deps, logger *slog.Logger) error {
+	p, err := Build(ctx, cfg, deps, logger)
 	if err != nil {
 		return err
 	}
@@ -98,8 +98,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 
 // Build builds every service of the process in order, and the HTTP server
 // over them; it does not listen. If a step fails, what was built is closed
-// again, in reverse order, and the error names the step.
-func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, err error) {
+// again, in reverse order, and the error names the step. deps holds what
+// is live beside cfg; Build builds what it leaves nil.
+func Build(ctx context.Context, cfg Config, deps Deps, logger *slog.Logger) (_ *Process, err error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -114,7 +115,7 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 			return nil, err
 		}
 	}
-	p := &Process{logger: logger, tracer: cfg.TracerProvider}
+	p := &Process{logger: logger, tracer: deps.TracerProvider}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, p.Close())
@@ -123,7 +124,7 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	// One registry for every service's metrics, served on /metrics.
 	registry := prometheus.NewRegistry()
 
-	if err := p.openStoreOf(ctx, cfg, registry); err != nil {
+	if err := p.openStoreOf(ctx, cfg, deps.StoreFS, registry); err != nil {
 		return nil, &ServiceError{Service: "version store", Err: err}
 	}
 	// Over a shared store, background work that must run on one replica
@@ -135,11 +136,13 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	}
 	// The catalog: the warehouses and their metadata cache, opened once
 	// for the APIs and every background worker below.
-	if p.catalog, err = catalog.New(p.store, catalogConfig(cfg), catalog.Options{Logger: logger, TracerProvider: cfg.TracerProvider}); err != nil {
+	if p.catalog, err = catalog.New(p.store, catalogConfig(cfg), catalog.Options{Logger: logger, TracerProvider: deps.TracerProvider}); err != nil {
 		return nil, &ServiceError{Service: "catalog", Err: err}
 	}
 	warehouses := p.catalog.Warehouses()
-	auth, err := p.startAuthn(ctx, cfg.Security.Authn, registry)
+	authnCfg := cfg.Security.Authn
+	authnCfg.Now = deps.AuthnNow
+	auth, err := p.startAuthn(ctx, authnCfg, registry)
 	if err != nil {
 		return nil, &ServiceError{Service: "authentication", Err: err}
 	}
@@ -153,10 +156,13 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	}
 
 	// The APIs, over the services above.
-	icebergDeps, nessieDeps := cfg.Iceberg, cfg.Nessie
+	icebergDeps, nessieDeps := deps.Iceberg, deps.Nessie
+	ic := cfg.Iceberg
+	icebergDeps.Warehouses, icebergDeps.DefaultWarehouse, icebergDeps.IdempotencyKeyLifetime = ic.Warehouses, ic.DefaultWarehouse, ic.IdempotencyKeyLifetime
+	icebergDeps.SnapshotMetricTables, icebergDeps.EventsEndpoint = ic.SnapshotMetricTables, ic.EventsEndpoint
 	icebergDeps.Store, icebergDeps.Catalog, icebergDeps.Logger, icebergDeps.Metrics = p.store, p.catalog, logger, registry
 	if icebergDeps.TracerProvider == nil {
-		icebergDeps.TracerProvider = cfg.TracerProvider
+		icebergDeps.TracerProvider = deps.TracerProvider
 	}
 	nessieDeps.Store, nessieDeps.Logger = p.store, logger
 	if icebergDeps.Principal == nil {
@@ -172,16 +178,15 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 		nessieDeps.Authenticate = auth.Middleware
 	}
 	if icebergDeps.Guard == nil {
-		icebergDeps.Guard = guard(engine, "iceberg").Traced(cfg.TracerProvider)
+		icebergDeps.Guard = guard(engine, "iceberg").Traced(deps.TracerProvider)
 	}
 	if nessieDeps.Guard == nil {
-		nessieDeps.Guard = guard(engine, "nessie").Traced(cfg.TracerProvider)
+		nessieDeps.Guard = guard(engine, "nessie").Traced(deps.TracerProvider)
 	}
 	// The maintenance locks, built before the APIs that share them: the
 	// Iceberg facade enforces them, floe's API serves them (and table
 	// statistics, which read metadata through the catalog's warehouses).
-	maintOpts := cfg.Maintenance
-	maintOpts.Metrics, maintOpts.Logger = registry, logger
+	maintOpts := maintenance.Options{MaxTTL: cfg.Maintenance.MaxTTL, Now: deps.MaintenanceNow, Metrics: registry, Logger: logger}
 	if icebergDeps.MaintenanceLocks == nil {
 		locks, err := maintenance.New(p.store, maintOpts)
 		if err != nil {
@@ -204,7 +209,7 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	if nessieDeps.Classifier == nil {
 		nessieDeps.Classifier = newClassifier(warehouses)
 	}
-	merges, err := newMergeEngine(cfg, p.store, warehouses, logger)
+	merges, err := newMergeEngine(cfg, deps.TracerProvider, p.store, warehouses, logger)
 	if err != nil {
 		return nil, &ServiceError{Service: "merge engine", Err: err}
 	}
@@ -212,7 +217,7 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 		nessieDeps.Merger = nessieMerger{merges}
 	}
 
-	retention, err := newRetention(cfg.RefRetention, p.store, logger, registry)
+	retention, err := newRetention(cfg.RefRetention, deps.RefRetentionNow, p.store, logger, registry)
 	if err != nil {
 		return nil, &ServiceError{Service: "ref retention", Err: err}
 	}
@@ -221,19 +226,19 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 		return nil, &ServiceError{Service: "garbage collector", Err: err}
 	}
 
-	queueCfg := cfg.MergeQueue
-	if queueCfg.Validator == nil {
-		if queueCfg.Validator, err = newMergeValidator(cfg.MergeChecks, p.store, warehouses, engine, logger); err != nil {
+	validator := deps.MergeValidator
+	if validator == nil {
+		if validator, err = newMergeValidator(cfg.MergeChecks, p.store, warehouses, engine, logger); err != nil {
 			return nil, &ServiceError{Service: "merge checks", Err: err}
 		}
 	}
-	queue, err := newMergeQueue(ctx, queueCfg, p.store, merges, lead, logger, registry)
+	queue, err := newMergeQueue(ctx, cfg.MergeQueue, validator, deps.MergeQueueNow, p.store, merges, lead, logger, registry)
 	if err != nil {
 		return nil, &ServiceError{Service: "merge queue", Err: err}
 	}
 	p.queue = queue
 
-	floeDeps := cfg.Floe
+	floeDeps := deps.Floe
 	floeDeps.Store, floeDeps.Logger = p.store, logger
 	if floeDeps.Queue == nil {
 		floeDeps.Queue = queue
@@ -263,7 +268,7 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 		floeDeps.Authenticate = auth.Middleware
 	}
 	if floeDeps.Guard == nil {
-		floeDeps.Guard = guard(engine, "floe").Traced(cfg.TracerProvider)
+		floeDeps.Guard = guard(engine, "floe").Traced(deps.TracerProvider)
 	}
 	if floeDeps.Events == nil {
 		floeDeps.Events = changefeed.New(p.store, changefeed.Options{Summaries: changefeed.WarehouseSummaries(warehouses), Logger: logger})
@@ -308,12 +313,7 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 	})
 
 	// The HTTP server last: only route registrations from here on.
-	httpCfg := cfg.HTTP
-	httpCfg.Registry = registry
-	httpCfg.TracerProvider = cfg.TracerProvider
-	if httpCfg.AuthenticateUnmatched == nil {
-		httpCfg.AuthenticateUnmatched = auth.Middleware
-	}
+	httpCfg := server.Config{Settings: cfg.HTTP, Registry: registry, TracerProvider: deps.TracerProvider, AuthenticateUnmatched: auth.Middleware}
 	httpCfg.Mounts = append([]server.Mount{
 		func(r *mux.Router) error {
 			r.Handle("/v1/oauth/tokens", auth.TokenHandler()).Methods(http.MethodPost)
@@ -339,7 +339,7 @@ func Build(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Process, er
 			r.PathPrefix(console.Prefix).Handler(ui)
 			return nil
 		},
-	}, cfg.Routes...)
+	}, deps.Routes...)
 	if p.http, err = server.New(httpCfg, logger, p.store); err != nil {
 		return nil, &ServiceError{Service: "HTTP server", Err: err}
 	}
@@ -459,20 +459,18 @@ func (p *Process) openDecisionLog(sec Security) (io.Writer, error) {
 }
 
 // startPolicy starts the policy engine, writing decisions to decisionLog
-// if set (else to opts.DecisionLog); it returns nil when authorization is
-// off (opts nil).
+// if set; it returns nil when authorization is off (opts nil).
 func (p *Process) startPolicy(ctx context.Context, opts *policy.Options, decisionLog io.Writer, reg prometheus.Registerer) (*policy.Engine, error) {
 	if opts == nil {
 		p.logger.Warn("authorization is off: every request is allowed")
 		return nil, nil
 	}
 	o := *opts
-	o.Logger, o.Metrics = p.logger, reg
-	if o.OnActivate == nil && p.store != nil {
+	// The engine's live options are the root's, whatever opts holds.
+	o.Logger, o.Metrics, o.DecisionLog = p.logger, reg, decisionLog
+	o.OnActivate = nil
+	if p.store != nil {
 		o.OnActivate = p.policyActivated // events.go
-	}
-	if decisionLog != nil {
-		o.DecisionLog = decisionLog
 	}
 	engine, err := policy.New(ctx, o)
 	if err != nil {

@@ -34,14 +34,14 @@ import (
 // decision log, one local warehouse.
 func config(dir string) assemble.Config {
 	return assemble.Config{
-		HTTP:    server.Config{Addr: "127.0.0.1:0"},
+		HTTP:    server.Settings{Addr: "127.0.0.1:0"},
 		DataDir: filepath.Join(dir, "data"),
 		Security: assemble.Security{
 			Authn:       authn.Config{Dev: true},
 			Policy:      &policy.Options{},
 			DecisionLog: filepath.Join(dir, "decisions.jsonl"),
 		},
-		Iceberg: icebergrest.Deps{Warehouses: []icebergrest.Warehouse{{
+		Iceberg: assemble.Iceberg{Warehouses: []icebergrest.Warehouse{{
 			Name: "lake", Location: (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(dir, "warehouse"))}).String(),
 		}}},
 	}
@@ -57,7 +57,8 @@ func TestShutdownOrder(t *testing.T) {
 	cfg.HTTP.DrainDelay = 200 * time.Millisecond
 	started, release := make(chan struct{}), make(chan struct{})
 	var p *assemble.Process
-	cfg.Routes = []server.Mount{func(r *mux.Router) error {
+	var deps assemble.Deps
+	deps.Routes = []server.Mount{func(r *mux.Router) error {
 		r.HandleFunc("/slow", func(w http.ResponseWriter, req *http.Request) {
 			close(started)
 			<-release
@@ -71,7 +72,7 @@ func TestShutdownOrder(t *testing.T) {
 	}}
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(io.MultiWriter(logs, t.Output()), nil))
-	p, err := assemble.Build(t.Context(), cfg, logger)
+	p, err := assemble.Build(t.Context(), cfg, deps, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestFailedStartClosesWhatWasBuilt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config(t.TempDir())
 			tc.adjust(&cfg)
-			err := assemble.Run(t.Context(), cfg, nil)
+			err := assemble.Run(t.Context(), cfg, assemble.Deps{}, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Run = %v, want an error containing %q", err, tc.want)
 			}
@@ -185,7 +186,7 @@ func TestFailedStartClosesWhatWasBuilt(t *testing.T) {
 func TestDevModeNeedsLoopback(t *testing.T) {
 	cfg := config(t.TempDir())
 	cfg.HTTP.Addr = "0.0.0.0:0"
-	if err := assemble.Run(t.Context(), cfg, nil); err == nil || !strings.Contains(err.Error(), "loopback") {
+	if err := assemble.Run(t.Context(), cfg, assemble.Deps{}, nil); err == nil || !strings.Contains(err.Error(), "loopback") {
 		t.Fatalf("Run in dev mode on 0.0.0.0 = %v, want a loopback error", err)
 	}
 	if _, err := os.Stat(cfg.DataDir); !errors.Is(err, os.ErrNotExist) {
@@ -199,14 +200,15 @@ func TestForcedShutdownClosesServices(t *testing.T) {
 	cfg := config(t.TempDir())
 	cfg.HTTP.ShutdownTimeout = 200 * time.Millisecond
 	started := make(chan struct{})
-	cfg.Routes = []server.Mount{func(r *mux.Router) error {
+	var deps assemble.Deps
+	deps.Routes = []server.Mount{func(r *mux.Router) error {
 		r.HandleFunc("/hang", func(_ http.ResponseWriter, req *http.Request) {
 			close(started)
 			<-req.Context().Done()
 		})
 		return nil
 	}}
-	p, err := assemble.Build(t.Context(), cfg, nil)
+	p, err := assemble.Build(t.Context(), cfg, deps, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,10 +239,11 @@ func TestBackgroundWorkersRun(t *testing.T) {
 	cfg := config(t.TempDir())
 	var now atomic.Int64
 	now.Store(time.Now().UnixNano())
-	cfg.Iceberg.Now = func() time.Time { return time.Unix(0, now.Load()) }
+	var deps assemble.Deps
+	deps.Iceberg.Now = func() time.Time { return time.Unix(0, now.Load()) }
 	cfg.Iceberg.IdempotencyKeyLifetime = time.Second // swept every second
 	cfg.Security.Policy = nil
-	p, err := assemble.Build(t.Context(), cfg, nil)
+	p, err := assemble.Build(t.Context(), cfg, deps, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,29 +18,24 @@ type MergeQueue struct {
 	// nil means mergequeue.DefaultRules() (`floe serve --merge-queue
 	// FILE` reads them from a file).
 	Rules *mergequeue.Rules
-	// Validator judges every candidate; nil means mergecheck's, built
-	// from Config.MergeChecks (see mergecheck.go).
-	Validator mergequeue.Validator
 	// Manual runs no background worker: requests are processed only by
 	// calls to Queue.Process (tests step the queue deterministically).
 	Manual bool
 	// Poll is how often idle workers look at their branches; 0 is the
 	// queue's default.
 	Poll time.Duration
-	// Now is the queue's clock; nil is time.Now.
-	Now func() time.Time
 }
 
 // newMergeQueue builds the queue over the store and the merge engine
 // built once for the whole process; its workers start with the other
 // background workers.
-func newMergeQueue(ctx context.Context, cfg MergeQueue, store *versionstore.Store, engine *mergeengine.Engine,
+func newMergeQueue(ctx context.Context, cfg MergeQueue, validator mergequeue.Validator, now func() time.Time, store *versionstore.Store, engine *mergeengine.Engine,
 	lead *leadership, logger *slog.Logger, reg prometheus.Registerer) (*mergequeue.Queue, error) {
 	rules := mergequeue.DefaultRules()
 	if cfg.Rules != nil {
 		rules = *cfg.Rules
 	}
-	return mergequeue.New(ctx, mergequeue.Options{Store: store, Merger: engine, Validator: cfg.Validator,
-		Rules: rules, Logger: logger, Metrics: reg, Poll: cfg.Poll, Now: cfg.Now,
+	return mergequeue.New(ctx, mergequeue.Options{Store: store, Merger: engine, Validator: validator,
+		Rules: rules, Logger: logger, Metrics: reg, Poll: cfg.Poll, Now: now,
 		Leases: lead.leases, Holder: lead.holder, LeaseTTL: lead.ttl})
 }

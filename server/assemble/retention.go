@@ -19,18 +19,15 @@ type RefRetention struct {
 	// ExpiryInterval is how often the background sweep deletes expired
 	// references; 0 runs none (floe's API can still run one on demand).
 	ExpiryInterval time.Duration
-	// Now is the clock expiry is judged by; nil is time.Now. Tests move
-	// it instead of sleeping.
-	Now func() time.Time
 }
 
 // newRetention builds the retention service over the store. Its sweep
 // is started with the other background workers; the garbage collector
 // asks it each reference's history rule (Service.HistoryFor).
-func newRetention(cfg RefRetention, store *versionstore.Store, logger *slog.Logger, reg prometheus.Registerer) (*refretention.Service, error) {
+func newRetention(cfg RefRetention, now func() time.Time, store *versionstore.Store, logger *slog.Logger, reg prometheus.Registerer) (*refretention.Service, error) {
 	rc := refretention.DefaultConfig()
 	if cfg.Config != nil {
 		rc = *cfg.Config
 	}
-	return refretention.New(refretention.Options{Store: store, Config: rc, Now: cfg.Now, Logger: logger, Metrics: reg})
+	return refretention.New(refretention.Options{Store: store, Config: rc, Now: now, Logger: logger, Metrics: reg})
 }

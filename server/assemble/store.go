@@ -1,6 +1,8 @@
 package assemble
 
 import (
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"context"
 	"errors"
 	"fmt"
@@ -70,14 +72,15 @@ func StoreCacheBytes(cfg Config) int64 {
 	return DefaultPebbleStoreCacheBytes
 }
 
-// openStoreOf opens the version store cfg.Store selects.
-func (p *Process) openStoreOf(ctx context.Context, cfg Config, reg prometheus.Registerer) error {
+// openStoreOf opens the version store cfg.Store selects; an embedded
+// one on fs (nil: the real disk).
+func (p *Process) openStoreOf(ctx context.Context, cfg Config, fs vfs.FS, reg prometheus.Registerer) error {
 	kind, where, err := ParseStore(cfg.Store, cfg.DataDir)
 	if err != nil {
 		return err
 	}
 	if kind == StorePebble {
-		return p.openStore(ctx, where, StoreCacheBytes(cfg), cfg.StoreFS, reg)
+		return p.openStore(ctx, where, StoreCacheBytes(cfg), fs, reg)
 	}
 	be, err := pgbackend.Open(ctx, where, pgbackend.Options{Logger: p.logger})
 	if err != nil {

@@ -50,10 +50,10 @@ func traceOneCommit(t *testing.T, store string) {
 		"package floe.authz\n\ndecision := {\"allow\": true, \"reasons\": [\"test\"]}\n")
 	cfg.Security.Policy = &policy.Options{Bundle: bundle}
 	recorder := tracetest.NewSpanRecorder()
-	cfg.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recorder))
+	deps := assemble.Deps{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recorder))}
 
 	logs := &syncBuffer{}
-	p, err := assemble.Build(t.Context(), cfg, slog.New(slog.NewJSONHandler(logs, nil)))
+	p, err := assemble.Build(t.Context(), cfg, deps, slog.New(slog.NewJSONHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,14 +37,14 @@ func serveChild() int {
 	}
 	dsn, wh, addrFile := parts[0], parts[1], parts[2]
 	cfg := assemble.Config{
-		HTTP:     server.Config{Addr: "127.0.0.1:0"},
+		HTTP:     server.Settings{Addr: "127.0.0.1:0"},
 		DataDir:  filepath.Join(filepath.Dir(addrFile), "data"),
 		Store:    dsn,
 		Security: assemble.Security{Authn: authn.Config{Dev: true}},
-		Iceberg:  icebergrest.Deps{Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: wh}}},
+		Iceberg:  assemble.Iceberg{Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: wh}}},
 	}
 	ctx := context.Background()
-	p, err := assemble.Build(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	p, err := assemble.Build(ctx, cfg, assemble.Deps{}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "replica child:", err)
 		return 1

@@ -56,6 +56,10 @@ type Options struct {
 	// EventWebhooks, if set, adjusts the change feed's webhooks (the
 	// subscriptions, the deliverer's intervals).
 	EventWebhooks func(*assemble.EventWebhooks)
+	// Deps, if set, adjusts what the process is built with besides its
+	// configuration (assemble.Deps): a merge validator, the clocks of the
+	// merge queue and reference expiry.
+	Deps func(*assemble.Deps)
 	// Routes are extra routes, mounted after the APIs'.
 	Routes []server.Mount
 	// Logger receives the server's logs; nil discards them.
@@ -65,7 +69,7 @@ type Options struct {
 	// replicas over that database); "" is Pebble in Dir.
 	Store string
 	// StoreFS, if set, is the file system the Pebble store lives on (see
-	// assemble.Config.StoreFS): a fault-injecting one plays a full disk.
+	// assemble.Deps.StoreFS): a fault-injecting one plays a full disk.
 	StoreFS vfs.FS
 }
 
@@ -100,12 +104,12 @@ func Start(t testing.TB, opts Options) *Server {
 		Warehouse: (&url.URL{Scheme: "file", Path: filepath.ToSlash(whDir)}).String(),
 	}
 	cfg := assemble.Config{
-		HTTP:     server.Config{Addr: "127.0.0.1:0"},
+		HTTP:     server.Settings{Addr: "127.0.0.1:0"},
 		DataDir:  filepath.Join(dir, "data"),
 		Security: assemble.Security{Authn: authn.Config{Dev: true}},
-		Iceberg:  icebergrest.Deps{Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: s.Warehouse}}},
-		Routes:   opts.Routes,
+		Iceberg:  assemble.Iceberg{Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: s.Warehouse}}},
 	}
+	deps := assemble.Deps{Routes: opts.Routes, StoreFS: opts.StoreFS}
 	if opts.Security != nil {
 		cfg.Security = *opts.Security
 	}
@@ -113,32 +117,43 @@ func Start(t testing.TB, opts Options) *Server {
 		opts.Catalog(&cfg.Catalog)
 	}
 	if opts.Iceberg != nil {
-		opts.Iceberg(&cfg.Iceberg)
+		// The facade's Deps as one: its settings go to the
+		// configuration, the rest (stubs, a clock) to Deps.
+		d := icebergrest.Deps{Warehouses: cfg.Iceberg.Warehouses}
+		opts.Iceberg(&d)
+		cfg.Iceberg = assemble.Iceberg{Warehouses: d.Warehouses, DefaultWarehouse: d.DefaultWarehouse,
+			IdempotencyKeyLifetime: d.IdempotencyKeyLifetime, SnapshotMetricTables: d.SnapshotMetricTables, EventsEndpoint: d.EventsEndpoint}
+		deps.Iceberg = d
 	}
 	if opts.Nessie != nil {
-		opts.Nessie(&cfg.Nessie)
+		opts.Nessie(&deps.Nessie)
 	}
 	if opts.Floe != nil {
-		opts.Floe(&cfg.Floe)
+		opts.Floe(&deps.Floe)
 	}
 	if opts.RefRetention != nil {
 		cfg.RefRetention = *opts.RefRetention
 	}
 	if opts.Maintenance != nil {
-		opts.Maintenance(&cfg.Maintenance)
+		var mo maintenance.Options
+		opts.Maintenance(&mo)
+		cfg.Maintenance.MaxTTL, deps.MaintenanceNow = mo.MaxTTL, mo.Now
 	}
-	cfg.Store, cfg.StoreFS = opts.Store, opts.StoreFS
+	cfg.Store = opts.Store
 	if opts.MergeQueue != nil {
 		opts.MergeQueue(&cfg.MergeQueue)
 	}
 	if opts.EventWebhooks != nil {
 		opts.EventWebhooks(&cfg.EventWebhooks)
 	}
+	if opts.Deps != nil {
+		opts.Deps(&deps)
+	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	p, err := assemble.Build(context.Background(), cfg, logger)
+	p, err := assemble.Build(context.Background(), cfg, deps, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
