@@ -179,6 +179,19 @@ func (s *Service) readTableMetadata(ctx context.Context, loc string) (*icebergta
 	return s.filesAt(loc).ReadTableMetadata(ctx, loc)
 }
 
+// ReadTableMetadata reads a table metadata file that the store
+// references, through the metadata cache of the warehouse holding it; the
+// change feed's Iceberg events diff two of them. loc must come from the
+// store, never from a client.
+func (s *Service) ReadTableMetadata(ctx context.Context, loc string) (*icebergtable.MetadataFile, error) {
+	return s.readTableMetadata(ctx, loc)
+}
+
+// ReadViewMetadata is ReadTableMetadata for a view's metadata file.
+func (s *Service) ReadViewMetadata(ctx context.Context, loc string) (*icebergtable.ViewMetadataFile, error) {
+	return s.readViewMetadata(ctx, loc)
+}
+
 // removeFiles deletes metadata files no commit references, best-effort:
 // an orphan left behind wastes space but is never read.
 func (s *Service) removeFiles(ctx context.Context, locs ...string) {

@@ -50,7 +50,7 @@ func (a *api) readTableDoc(ctx context.Context, loc string) (*tableDoc, error) {
 	if loc == "" {
 		return nil, nil
 	}
-	f, err := a.readTableMetadata(ctx, loc)
+	f, err := a.catalog.ReadTableMetadata(ctx, loc)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +233,7 @@ func (a *api) readViewDoc(ctx context.Context, loc string) (*viewDoc, error) {
 	if loc == "" {
 		return nil, nil
 	}
-	f, err := a.readViewMetadata(ctx, loc)
+	f, err := a.catalog.ReadViewMetadata(ctx, loc)
 	if err != nil {
 		return nil, err
 	}
