@@ -113,20 +113,20 @@ func TestWriteLocalFileMakesDirectories(t *testing.T) {
 	name := filepath.Join(root, "ns", "t", "metadata", "00000-a.metadata.json")
 	for _, dirs := range []*dirSync{nil, newDirSync()} {
 		_ = os.RemoveAll(filepath.Join(root, "ns"))
-		if err := writeLocalFile(name, []byte("{}"), dirs); err != nil {
+		if err := writeLocalFile(name, []byte("{}"), dirs, nil); err != nil {
 			t.Fatal(err)
 		}
 		if b, err := os.ReadFile(name); err != nil || string(b) != "{}" {
 			t.Fatalf("read back %q, %v", b, err)
 		}
-		if err := writeLocalFile(name, []byte("[]"), dirs); err == nil {
+		if err := writeLocalFile(name, []byte("[]"), dirs, nil); err == nil {
 			t.Fatal("an existing file was written again")
 		}
 		if b, _ := os.ReadFile(name); string(b) != "{}" {
 			t.Fatalf("the existing file now holds %q", b)
 		}
 		second := filepath.Join(filepath.Dir(name), "00001-b.metadata.json")
-		if err := writeLocalFile(second, []byte("{}"), dirs); err != nil {
+		if err := writeLocalFile(second, []byte("{}"), dirs, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -83,7 +83,7 @@ func BenchmarkWriteLocalFile(b *testing.B) {
 							return
 						}
 						name := filepath.Join(dirs[w], fmt.Sprintf("%05d-bench.metadata.json", i))
-						if err := writeLocalFile(name, data, syncs); err != nil {
+						if err := writeLocalFile(name, data, syncs, nil); err != nil {
 							errs[w] = err
 							return
 						}

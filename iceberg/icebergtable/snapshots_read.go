@@ -48,6 +48,14 @@ func (w *Warehouse) readSnapshotManifests(ctx context.Context, snap *table.Snaps
 	return mfs, nil
 }
 
+// KeepManifestList adds to the warehouse's cache the decoded manifest
+// list mfs of the file at loc, which its writer just wrote (and decoded
+// from the bytes it wrote): a list is immutable, so the next reader of the
+// snapshot needs no read and no decode.
+func (w *Warehouse) KeepManifestList(loc string, mfs []iceberg.ManifestFile) {
+	w.cache.addManifestList(loc, mfs)
+}
+
 // ReadManifestEntries reads every entry of one manifest, deleted entries
 // included (they say which files the manifest's snapshot removed). It
 // reads no data file. Decoded entries are kept in the warehouse's cache,

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/floe-catalog/floe/internal/apidoc"
+	"github.com/floe-catalog/floe/merge/mergeengine"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -62,7 +63,10 @@ func (q *Queue) runBatch(ctx context.Context, target string, ids []string) error
 			return fmt.Errorf("create candidate branch %s: %w", cand, err)
 		}
 		var checks sync.WaitGroup
-		members, err := q.build(ctx, &checks, target, cand, head, ids, vals)
+		// The candidate's files are synced once, before it lands, not
+		// one by one as each member's merge writes them.
+		var files mergeengine.DeferredSync
+		members, err := q.build(ctx, &checks, &files, target, cand, head, ids, vals)
 		// Every member's checks run while the members after it are
 		// merged; their results are read only once all have ended.
 		checks.Wait()
@@ -103,6 +107,13 @@ func (q *Queue) runBatch(ctx context.Context, target string, ids []string) error
 			q.metrics.rebuilds.WithLabelValues(target, "check-failed").Inc()
 			ids = slices.Delete(slices.Clone(ids), failed, failed+1)
 			continue
+		}
+		// Nothing durable names the candidate's files until the target
+		// moves to it: they are made durable first.
+		if err := files.Sync(ctx); err != nil {
+			q.dropCandidate(ctx, cand)
+			q.requeue(context.WithoutCancel(ctx), ids, "the candidate's files could not be synced ("+err.Error()+"); queued again")
+			return fmt.Errorf("sync the files of candidate %s: %w", cand, err)
 		}
 		err = q.land(ctx, target, head, members, vals)
 		q.dropCandidate(ctx, cand)

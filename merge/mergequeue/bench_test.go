@@ -36,6 +36,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,16 +65,19 @@ func BenchmarkSeedDay(b *testing.B) {
 				b.StopTimer()
 				d := newDay(b)
 				b.StartTimer()
+				cpu := processCPU()
 				if mode == "queue" {
 					res = d.throughQueue(b)
 				} else {
 					res = d.naive(b)
 				}
+				res.cpu = processCPU() - cpu
 				b.StopTimer()
 				d.check(b, &res)
 				b.StartTimer()
 			}
 			b.ReportMetric(res.throughput(), "publishes/s")
+			b.ReportMetric(res.cpuPerPublish(), "cpu-ms/publish")
 			b.ReportMetric(res.percentile(0.5), "p50-wait-s")
 			b.ReportMetric(res.percentile(0.99), "p99-wait-s")
 			b.ReportMetric(float64(res.retries), "retries")
@@ -87,8 +91,8 @@ func BenchmarkSeedDay(b *testing.B) {
 			if q, n := throughput["queue"], throughput["naive"]; mode == "naive" && q > 0 && n > 0 {
 				b.ReportMetric(q/n, "queue-x-naive")
 			}
-			b.Logf("%s: %d published in %.2fs (%.1f/s), wait p50 %.2fs p99 %.2fs, %d retries, %d failures, %d refusals, %d in review, %d rows lost, %d duplicated, %d not deleted",
-				mode, len(res.waits), res.elapsed.Seconds(), res.throughput(), res.percentile(0.5), res.percentile(0.99),
+			b.Logf("%s: %d published in %.2fs (%.1f/s, %.1f cpu-ms each), wait p50 %.2fs p99 %.2fs, %d retries, %d failures, %d refusals, %d in review, %d rows lost, %d duplicated, %d not deleted",
+				mode, len(res.waits), res.elapsed.Seconds(), res.throughput(), res.cpuPerPublish(), res.percentile(0.5), res.percentile(0.99),
 				res.retries, res.failures, res.refusals, res.review, res.lost, res.dupes, res.leftover)
 			// Correctness, whatever the timings: every branch is mergeable,
 			// so none may be refused; no row may be lost, duplicated or
@@ -140,6 +144,7 @@ type day struct {
 
 type dayResult struct {
 	elapsed             time.Duration
+	cpu                 time.Duration // the process's CPU time (user and system) over the run
 	waits               []float64
 	published           map[string]bool // branch → landed
 	retries, failures   int
@@ -153,6 +158,26 @@ type dayResult struct {
 }
 
 func (r *dayResult) throughput() float64 { return float64(len(r.waits)) / r.elapsed.Seconds() }
+
+// cpuPerPublish is the process's CPU time per landed publish, in
+// milliseconds: server, worker and the harness's clients together. On a
+// shared two-core machine it tells whether a mode is bound by CPU (its
+// throughput follows this figure) or by waits.
+func (r *dayResult) cpuPerPublish() float64 {
+	if len(r.waits) == 0 {
+		return 0
+	}
+	return float64(r.cpu.Microseconds()) / 1000 / float64(len(r.waits))
+}
+
+// processCPU is the CPU time this process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 func (r *dayResult) percentile(p float64) float64 {
 	if len(r.waits) == 0 {

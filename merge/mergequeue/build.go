@@ -37,8 +37,10 @@ const PropLeaseEpoch = "floe.queue.lease-epoch"
 // request that cannot be a member leaves the batch with a final or review
 // state of its own, or back in the queue after a storage fault; an error
 // returned is about the build, not any request, and the caller queues the
-// batch again.
-func (q *Queue) build(ctx context.Context, checks *sync.WaitGroup, target, cand string, head versionstore.Hash, ids []string, vals map[string][]apidoc.MergeValidation) ([]*member, error) {
+// batch again. The merges write their files under files
+// (mergeengine.WithDeferredSync): the caller syncs them before anything
+// durable names the candidate.
+func (q *Queue) build(ctx context.Context, checks *sync.WaitGroup, files *mergeengine.DeferredSync, target, cand string, head versionstore.Hash, ids []string, vals map[string][]apidoc.MergeValidation) ([]*member, error) {
 	candHead := head
 	var members []*member
 	for _, id := range ids {
@@ -88,7 +90,8 @@ func (q *Queue) build(ctx context.Context, checks *sync.WaitGroup, target, cand 
 				req.KeyModes = append(req.KeyModes, versionstore.KeyMergeMode{Key: d.Key, Behavior: versionstore.MergeNormal})
 			}
 		}
-		res, err := q.merger.MergeTables(ctx, req)
+		mctx := mergeengine.WithDeferredSync(ctx, files)
+		res, err := q.merger.MergeTables(mctx, req)
 		if res != nil {
 			m.engineClasses(res.Tables)
 		}

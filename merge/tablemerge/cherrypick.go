@@ -50,6 +50,13 @@ type Files interface {
 	WriteFile(ctx context.Context, loc string, data []byte) error
 }
 
+// manifestListKeeper is implemented by Files that keep decoded manifest
+// lists (icebergtable.Warehouse): a list the cherry-pick wrote and read
+// back is kept as it would be read.
+type manifestListKeeper interface {
+	KeepManifestList(loc string, mfs []iceberg.ManifestFile)
+}
+
 // manifestReader is implemented by Files that decode manifest lists and
 // manifests themselves, and keep them (icebergtable.Warehouse): a queue
 // batch reads the same ones for every member it merges.
@@ -228,6 +235,11 @@ func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) 
 		// assigned here.
 		if parentManifests, err = iceberg.ReadManifestList(bytes.NewReader(buf.Bytes())); err != nil {
 			return fmt.Errorf("cherry-pick snapshot %d: read back manifest list: %w", srcID, err)
+		}
+		if k, ok := files.(manifestListKeeper); ok {
+			// The next merge onto this head (the queue's next member)
+			// reads this list first: it is decoded already.
+			k.KeepManifestList(listLoc, parentManifests)
 		}
 		for _, m := range mine {
 			onTarget[m.FilePath()] = true

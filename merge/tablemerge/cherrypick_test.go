@@ -1,11 +1,13 @@
 package tablemerge_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -345,4 +347,52 @@ func TestCherryPickLongHistory(t *testing.T) {
 		t.Fatalf("%d rows, want %d (0..%d once each)", len(ids), len(want), n+1)
 	}
 	checkEntries(t, got, got.CurrentSnapshot().SequenceNumber, src.CurrentSnapshot().SnapshotID)
+}
+
+// TestCherryPickKeepsItsManifestLists: the manifest lists a cherry-pick
+// writes are kept in the warehouse's cache as a reader decodes them from
+// the file (the next merge onto the head reads them from there).
+func TestCherryPickKeepsItsManifestLists(t *testing.T) {
+	f := newFixture(t)
+	cache := icebergtable.NewMetadataCache(1 << 20)
+	wh, err := icebergtable.OpenWarehouse(icebergtable.Config{Name: "lake", Location: f.wh.Location(), Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.wh = wh
+	base := f.appendRows(f.create(3), 1)
+	head := f.appendRows(base, 2)
+	s1 := f.appendRows(base, 3)
+	s2 := f.appendRows(s1, 4, 5)
+	res, err := tablemerge.CherryPick(t.Context(), wh, tablemerge.Request{
+		Head: head.Metadata(), HeadLocation: head.MetadataLocation(),
+		Picks: []tablemerge.Pick{
+			{Snapshot: *s1.CurrentSnapshot(), Parent: base.CurrentSnapshot()},
+			{Snapshot: *s2.CurrentSnapshot(), Parent: s1.CurrentSnapshot()},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := cache.Len()
+	for _, s := range res.Snapshots {
+		kept, err := wh.ReadSnapshotManifests(t.Context(), &s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := wh.ReadFile(t.Context(), s.ManifestList)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read, err := iceberg.ReadManifestList(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(kept, read) {
+			t.Errorf("snapshot %d: kept list %+v, the file decodes to %+v", s.SnapshotID, kept, read)
+		}
+	}
+	if n := cache.Len(); n != before {
+		t.Errorf("reading the cherry-pick's lists added %d cache entries: they were not kept", n-before)
+	}
 }
