@@ -7,13 +7,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,6 +57,28 @@ type signLake struct {
 	bucket   string
 	// keyID and secret are the S3 server's credentials: floe's.
 	keyID, secret string
+	// logs holds the server's logs (a signing lake's; nil otherwise).
+	logs *lockedBuffer
+	// authSkew moves the clock floe checks tokens' expiry by.
+	authSkew *atomic.Int64
+}
+
+// lockedBuffer is a bytes.Buffer safe for the server's concurrent logging.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func newSignLake(t testing.TB) *signLake {
@@ -83,13 +109,30 @@ func newSignLake(t testing.TB) *signLake {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(t.TempDir(), "tokens.json")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tokens.json")
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// An OAuth client for alice, whose tokens expire (the static ones
+	// do not).
+	clients, err := json.Marshal(map[string]any{"clients": []map[string]any{
+		{"client_id": "alice-engine", "secret_sha256": authn.HashSecret("alice-engine-secret"), "principal": "alice"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientsFile := filepath.Join(dir, "clients.json")
+	if err := os.WriteFile(clientsFile, clients, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l.logs, l.authSkew = &lockedBuffer{}, &atomic.Int64{}
 	opts := icebergtable.S3Options{Endpoint: endpoint, Region: "us-east-1", PathStyle: true, AccessKeyID: l.keyID, SecretAccessKey: l.secret}
 	l.s = testserver.Start(t, testserver.Options{
-		Security: &assemble.Security{Authn: authn.Config{TokenFile: file}, Policy: &policy.Options{}},
+		Logger: slog.New(slog.NewJSONHandler(l.logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Security: &assemble.Security{Authn: authn.Config{TokenFile: file,
+			OAuth: authn.OAuthConfig{ClientsFile: clientsFile, TokenTTL: time.Hour},
+			Now:   func() time.Time { return time.Now().Add(time.Duration(l.authSkew.Load())) },
+		}, Policy: &policy.Options{}},
 		Iceberg: func(d *icebergrest.Deps) {
 			d.Warehouses = []icebergrest.Warehouse{{
 				Name: "lake", Location: "s3://" + l.bucket + "/wh",
@@ -375,6 +418,52 @@ func TestS3RemoteSigning(t *testing.T) {
 		}
 		if n := l.metric(`floe_storage_sign_refusals_total{reason="policy"}`); n < 1 {
 			t.Errorf("policy refusals %v, want at least 1", n)
+		}
+	})
+
+	t.Run("refusals are logged", func(t *testing.T) {
+		var found bool
+		for line := range strings.Lines(l.logs.String()) {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) != nil || rec["msg"] != "storage request not signed" || rec["reason"] != "deletion" {
+				continue
+			}
+			found = true
+			if rec["level"] != "WARN" || rec["principal"] != "alice" || !strings.Contains(fmt.Sprint(rec["table"]), "t1") ||
+				rec["method"] != http.MethodDelete || rec["request_id"] == "" {
+				t.Errorf("refusal logged as %v", rec)
+			}
+		}
+		if !found {
+			t.Fatalf("no refused deletion in the logs:\n%s", l.logs.String())
+		}
+	})
+
+	t.Run("an expired token is refused, nothing signed", func(t *testing.T) {
+		l := l.with(t)
+		form := url.Values{"grant_type": {"client_credentials"}, "client_id": {"alice-engine"}, "client_secret": {"alice-engine-secret"}}
+		status, body, _ := l.call("", http.MethodPost, "/v1/oauth/tokens", form.Encode(), "Content-Type", "application/x-www-form-urlencoded")
+		var tok struct {
+			AccessToken string `json:"access_token"`
+		}
+		if err := json.Unmarshal(body, &tok); status != http.StatusOK || err != nil || tok.AccessToken == "" {
+			t.Fatalf("token: %d %v %s", status, err, body)
+		}
+		sign := func() (int, []byte) {
+			status, body, _ := l.call("", http.MethodPost, "/"+endpoint, map[string]any{
+				"region": "us-east-1", "uri": data, "method": http.MethodGet, "headers": map[string][]string{},
+			}, "Authorization", "Bearer "+tok.AccessToken)
+			return status, body
+		}
+		if status, body := sign(); status != http.StatusOK || !strings.Contains(string(body), "Authorization") {
+			t.Fatalf("a sign request with the fresh token: %d %s", status, body)
+		}
+		l.authSkew.Store(int64(time.Hour + time.Minute)) // past the token's hour and the leeway
+		defer l.authSkew.Store(0)
+		status, body = sign()
+		checkError(t, response{status: status, body: body}, http.StatusUnauthorized, "NotAuthorizedException", "Not authorized")
+		if strings.Contains(string(body), "AWS4-HMAC-SHA256") {
+			t.Fatalf("the refusal carries a signature: %s", body)
 		}
 	})
 
