@@ -54,6 +54,8 @@ type vendOptions struct {
 	rego        string
 	stsEndpoint string
 	now         func() time.Time
+	// always vends with every answer, asked or not.
+	always bool
 }
 
 // newVendLake starts a secured floe whose warehouse "lake" is
@@ -116,7 +118,7 @@ func newVendLake(t testing.TB, o vendOptions) *signLake {
 			d.Warehouses = []icebergrest.Warehouse{{
 				Name: "lake", Location: "s3://" + l.bucket + "/wh",
 				IOProperties: opts.IOProperties(), ClientConfig: opts.ClientConfig(),
-				VendedCredentials: &icebergrest.VendedCredentials{Vendor: vendor},
+				VendedCredentials: &icebergrest.VendedCredentials{Vendor: vendor, Always: o.always},
 			}}
 		},
 	})

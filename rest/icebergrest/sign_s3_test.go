@@ -81,7 +81,9 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-func newSignLake(t testing.TB) *signLake {
+// newSignLake starts a signing lake; tweaks adjust its warehouse before
+// the server starts.
+func newSignLake(t testing.TB, tweaks ...func(*icebergrest.Warehouse)) *signLake {
 	t.Helper()
 	endpoint := os.Getenv(s3EndpointEnv)
 	if endpoint == "" {
@@ -134,14 +136,18 @@ func newSignLake(t testing.TB) *signLake {
 			Now:   func() time.Time { return time.Now().Add(time.Duration(l.authSkew.Load())) },
 		}, Policy: &policy.Options{}},
 		Iceberg: func(d *icebergrest.Deps) {
-			d.Warehouses = []icebergrest.Warehouse{{
+			wh := icebergrest.Warehouse{
 				Name: "lake", Location: "s3://" + l.bucket + "/wh",
 				IOProperties: opts.IOProperties(), ClientConfig: opts.ClientConfig(),
 				RemoteSigning: &icebergrest.RemoteSigning{
 					Credentials: s3sign.Credentials{AccessKeyID: l.keyID, SecretAccessKey: l.secret, Region: "us-east-1"},
 					Endpoint:    s3sign.Endpoint{URL: endpoint},
 				},
-			}}
+			}
+			for _, tweak := range tweaks {
+				tweak(&wh)
+			}
+			d.Warehouses = []icebergrest.Warehouse{wh}
 		},
 	})
 	main, err := l.s.Store.GetRef(versionstore.DefaultBranch)
