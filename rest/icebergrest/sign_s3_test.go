@@ -428,20 +428,24 @@ func TestS3RemoteSigning(t *testing.T) {
 	})
 
 	t.Run("refusals are logged", func(t *testing.T) {
-		var found bool
+		// The three refused deletions: DELETE of the file, of an upload,
+		// and DeleteObjects (a POST).
+		var deletes int
 		for line := range strings.Lines(l.logs.String()) {
 			var rec map[string]any
 			if json.Unmarshal([]byte(line), &rec) != nil || rec["msg"] != "storage request not signed" || rec["reason"] != "deletion" {
 				continue
 			}
-			found = true
-			if rec["level"] != "WARN" || rec["principal"] != "alice" || !strings.Contains(fmt.Sprint(rec["table"]), "t1") ||
-				rec["method"] != http.MethodDelete || rec["request_id"] == "" {
+			if rec["level"] != "WARN" || rec["principal"] != "alice" || rec["table"] != "ns.t1" || rec["request_id"] == nil ||
+				(rec["method"] != http.MethodDelete && rec["method"] != http.MethodPost) || !strings.Contains(fmt.Sprint(rec["uri"]), l.bucket) {
 				t.Errorf("refusal logged as %v", rec)
 			}
+			if rec["method"] == http.MethodDelete && strings.HasSuffix(fmt.Sprint(rec["uri"]), "/data/00000-0-a.parquet") {
+				deletes++
+			}
 		}
-		if !found {
-			t.Fatalf("no refused deletion in the logs:\n%s", l.logs.String())
+		if deletes != 2 {
+			t.Fatalf("%d refused DELETEs of the data file logged, want 2 (the file, its upload):\n%s", deletes, l.logs.String())
 		}
 	})
 
