@@ -68,3 +68,41 @@ func TestS3VendedCredentialsAlways(t *testing.T) {
 		}
 	}
 }
+
+// TestS3RemoteSigningSignerURI: --s3-signer-uri names the signer's
+// address to every client (signer.uri for Java 1.11+, also 1.12, which has
+// no other way to hear it; s3.signer.uri for Java 1.5-1.10 and PyIceberg);
+// without it neither key is sent and clients resolve the endpoint against
+// the catalog URI.
+func TestS3RemoteSigningSignerURI(t *testing.T) {
+	const signer = "https://signer.example:8443/catalog"
+	l := newSignLake(t, func(w *icebergrest.Warehouse) { w.RemoteSigning.URI = signer })
+	const branch = "lake@users/alice/dev"
+	if status, body, _ := l.call("alice", http.MethodPost, "/v1/"+url.PathEscape(branch)+"/namespaces", `{"namespace":["ns"]}`); status != http.StatusOK {
+		t.Fatalf("create namespace: %d %s", status, body)
+	}
+	l.createTable(branch, "t1")
+	for _, version := range []string{"Apache Iceberg 1.10.2 (commit 0123abc)", "Apache Iceberg 1.12.0 (commit 0123abc)", "PyIceberg 0.12"} {
+		status, body, _ := l.call("alice", http.MethodGet, "/v1/"+url.PathEscape(branch)+"/namespaces/ns/tables/t1", nil,
+			"X-Iceberg-Access-Delegation", "remote-signing", "X-Client-Version", version)
+		cfg := configOf(t, status, body)
+		if cfg["signer.uri"] != signer || cfg["s3.signer.uri"] != signer || cfg["s3.remote-signing-enabled"] != "true" {
+			t.Errorf("%s: config %v, want signer.uri and s3.signer.uri %s", version, cfg, signer)
+		}
+	}
+
+	plain := newSignLake(t)
+	if status, body, _ := plain.call("alice", http.MethodPost, "/v1/"+url.PathEscape(branch)+"/namespaces", `{"namespace":["ns"]}`); status != http.StatusOK {
+		t.Fatalf("create namespace: %d %s", status, body)
+	}
+	_, cfg := plain.createTable(branch, "t1")
+	if cfg["s3.remote-signing-enabled"] != "true" {
+		t.Fatalf("no signing config: %v", cfg)
+	}
+	if _, ok := cfg["signer.uri"]; ok {
+		t.Errorf("signer.uri sent without --s3-signer-uri: %v", cfg)
+	}
+	if _, ok := cfg["s3.signer.uri"]; ok {
+		t.Errorf("s3.signer.uri sent without --s3-signer-uri: %v", cfg)
+	}
+}
