@@ -81,9 +81,16 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// newSignLake starts a signing lake; tweaks adjust its warehouse before
-// the server starts.
+// newSignLake starts a signing lake under the default policy; tweaks
+// adjust its warehouse before the server starts.
 func newSignLake(t testing.TB, tweaks ...func(*icebergrest.Warehouse)) *signLake {
+	t.Helper()
+	return newSignLakeWith(t, "", tweaks...)
+}
+
+// newSignLakeWith starts a signing lake whose policy is the bundle rego
+// ("" for the default policy).
+func newSignLakeWith(t testing.TB, rego string, tweaks ...func(*icebergrest.Warehouse)) *signLake {
 	t.Helper()
 	endpoint := os.Getenv(s3EndpointEnv)
 	if endpoint == "" {
@@ -127,6 +134,17 @@ func newSignLake(t testing.TB, tweaks ...func(*icebergrest.Warehouse)) *signLake
 	if err := os.WriteFile(clientsFile, clients, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	popts := &policy.Options{}
+	if rego != "" {
+		file := filepath.Join(dir, "bundle", "floe", "authz", "authz.rego")
+		if err := os.MkdirAll(filepath.Dir(file), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte(rego), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		popts.Bundle = filepath.Join(dir, "bundle")
+	}
 	l.logs, l.authSkew = &lockedBuffer{}, &atomic.Int64{}
 	opts := icebergtable.S3Options{Endpoint: endpoint, Region: "us-east-1", PathStyle: true, AccessKeyID: l.keyID, SecretAccessKey: l.secret}
 	l.s = testserver.Start(t, testserver.Options{
@@ -134,7 +152,7 @@ func newSignLake(t testing.TB, tweaks ...func(*icebergrest.Warehouse)) *signLake
 		Security: &assemble.Security{Authn: authn.Config{TokenFile: file,
 			OAuth: authn.OAuthConfig{ClientsFile: clientsFile, TokenTTL: time.Hour},
 			Now:   func() time.Time { return time.Now().Add(time.Duration(l.authSkew.Load())) },
-		}, Policy: &policy.Options{}},
+		}, Policy: popts},
 		Iceberg: func(d *icebergrest.Deps) {
 			wh := icebergrest.Warehouse{
 				Name: "lake", Location: "s3://" + l.bucket + "/wh",
