@@ -283,6 +283,7 @@ s3:
     role-arn: arn:aws:iam::1:role/floe-vend
     external-id: ext-1
     endpoint: https://sts.eu-west-1.amazonaws.com
+    region: eu-west-1
     duration: 2h
 `)
 	cfg, text, err := printConfig(t, "--config", path)
@@ -292,7 +293,7 @@ s3:
 	// --print-config writes them back one level deep (s3: sts-role-arn).
 	s3 := group(t, cfg, "s3")
 	if s3["vended-credentials"] != "on-request" || s3["sts-role-arn"] != "arn:aws:iam::1:role/floe-vend" || s3["sts-external-id"] != "ext-1" ||
-		s3["sts-endpoint"] != "https://sts.eu-west-1.amazonaws.com" || s3["sts-duration"] != "2h0m0s" {
+		s3["sts-endpoint"] != "https://sts.eu-west-1.amazonaws.com" || s3["sts-region"] != "eu-west-1" || s3["sts-duration"] != "2h0m0s" {
 		t.Errorf("the file's vending settings did not take:\n%s", text)
 	}
 }

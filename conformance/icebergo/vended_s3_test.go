@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,10 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
-	"github.com/floe-catalog/floe/conformance/testkit/testserver"
-	"github.com/floe-catalog/floe/iceberg/icebergtable"
-	"github.com/floe-catalog/floe/iceberg/s3vend"
-	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/versionstore"
 )
 
@@ -135,25 +130,7 @@ func dataFiles(t *testing.T, tbl *table.Table) []string {
 // reads.
 func TestS3VendedCredentialsIcebergGo(t *testing.T) {
 	m := minio(t)
-	bucket := "floe-icebergo-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	if s := m.do(t, http.MethodPut, bucket); s != http.StatusOK {
-		t.Fatalf("create bucket: %d", s)
-	}
-	vendor, err := s3vend.New(t.Context(), s3vend.Config{RoleARN: "arn:aws:iam::000000000000:role/floe-vend", Endpoint: m.endpoint,
-		Region: "us-east-1", Duration: s3vend.MinDuration, AccessKeyID: m.keys.AccessKeyID, SecretAccessKey: m.keys.SecretAccessKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := icebergtable.S3Options{Endpoint: m.endpoint, Region: "us-east-1", PathStyle: true, AccessKeyID: m.keys.AccessKeyID, SecretAccessKey: m.keys.SecretAccessKey}
-	f := startFloe(t, func(o *testserver.Options) {
-		o.Iceberg = func(d *icebergrest.Deps) {
-			d.Warehouses = []icebergrest.Warehouse{{
-				Name: "lake", Location: "s3://" + bucket + "/wh",
-				IOProperties: opts.IOProperties(), ClientConfig: opts.ClientConfig(),
-				VendedCredentials: &icebergrest.VendedCredentials{Vendor: vendor},
-			}}
-		}
-	})
+	f, bucket := startVendingFloe(t, m)
 	ctx := t.Context()
 	mainCat := f.catalog(t, "lake")
 	if err := mainCat.CreateNamespace(ctx, table.Identifier{"ns"}, nil); err != nil {

@@ -149,6 +149,10 @@ func (v *Vendor) Vend(ctx context.Context, g Grant, who string) (Credentials, er
 		if err != nil {
 			return nil, err
 		}
+		// The stale credentials this call replaces go first: the cache
+		// keeps a key's first value, and would otherwise hold them
+		// until evicted, sending every later vend to STS.
+		v.cache.Remove(key)
 		v.cache.Add(key, c, int64(len(key)+len(c.AccessKeyID)+len(c.SecretAccessKey)+len(c.SessionToken)+64))
 		return c, nil
 	})

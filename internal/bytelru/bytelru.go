@@ -72,6 +72,14 @@ func (c *Cache[K, V]) Add(k K, v V, size int64) bool {
 	return ok
 }
 
+// Remove drops k, if cached. Add never replaces a value: a cache of
+// values that go stale (vended credentials) removes the stale one first.
+func (c *Cache[K, V]) Remove(k K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lru.Remove(k) // the eviction callback subtracts the entry's size
+}
+
 // Item is one entry for AddAll.
 type Item[K comparable, V any] struct {
 	Key  K

@@ -63,6 +63,21 @@ func TestSameKeyKeepsFirstValue(t *testing.T) {
 	}
 }
 
+func TestRemoveThenAddReplaces(t *testing.T) {
+	c := New[string, int](Options{MaxBytes: 100})
+	c.Add("k", 1, 10)
+	c.Add("other", 9, 5)
+	c.Remove("k")
+	if _, ok := c.Get("k"); ok || c.Bytes() != 5 || c.Len() != 1 {
+		t.Fatalf("after Remove: bytes %d, len %d; want 5 and 1, k gone", c.Bytes(), c.Len())
+	}
+	c.Remove("never added")
+	c.Add("k", 2, 50)
+	if v, _ := c.Get("k"); v != 2 || c.Bytes() != 55 {
+		t.Fatalf("value %d, bytes %d; want 2 and 55", v, c.Bytes())
+	}
+}
+
 func TestZeroBudgetCachesNothing(t *testing.T) {
 	c := New[int, int](Options{})
 	if c.Add(1, 1, 0) {

@@ -48,10 +48,14 @@ const (
 const vendRole = "arn:aws:iam::000000000000:role/floe-vend"
 
 // vendOptions shape a vending lake: the bundle (nil: the default policy),
-// and the STS endpoint (empty: MinIO's).
+// the STS endpoint (empty: MinIO's) and the vendor's clock (nil: the
+// real one).
 type vendOptions struct {
 	rego        string
 	stsEndpoint string
+	now         func() time.Time
+	// always vends with every answer, asked or not.
+	always bool
 }
 
 // newVendLake starts a secured floe whose warehouse "lake" is
@@ -103,7 +107,7 @@ func newVendLake(t testing.TB, o vendOptions) *signLake {
 		sts = endpoint
 	}
 	vendor, err := s3vend.New(t.Context(), s3vend.Config{RoleARN: vendRole, Endpoint: sts, Region: "us-east-1",
-		Duration: s3vend.MinDuration, AccessKeyID: l.keyID, SecretAccessKey: l.secret})
+		Duration: s3vend.MinDuration, AccessKeyID: l.keyID, SecretAccessKey: l.secret, Now: o.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +118,7 @@ func newVendLake(t testing.TB, o vendOptions) *signLake {
 			d.Warehouses = []icebergrest.Warehouse{{
 				Name: "lake", Location: "s3://" + l.bucket + "/wh",
 				IOProperties: opts.IOProperties(), ClientConfig: opts.ClientConfig(),
-				VendedCredentials: &icebergrest.VendedCredentials{Vendor: vendor},
+				VendedCredentials: &icebergrest.VendedCredentials{Vendor: vendor, Always: o.always},
 			}}
 		},
 	})

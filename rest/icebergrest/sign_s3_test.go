@@ -7,13 +7,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,9 +57,40 @@ type signLake struct {
 	bucket   string
 	// keyID and secret are the S3 server's credentials: floe's.
 	keyID, secret string
+	// logs holds the server's logs (a signing lake's; nil otherwise).
+	logs *lockedBuffer
+	// authSkew moves the clock floe checks tokens' expiry by.
+	authSkew *atomic.Int64
 }
 
-func newSignLake(t testing.TB) *signLake {
+// lockedBuffer is a bytes.Buffer safe for the server's concurrent logging.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// newSignLake starts a signing lake under the default policy; tweaks
+// adjust its warehouse before the server starts.
+func newSignLake(t testing.TB, tweaks ...func(*icebergrest.Warehouse)) *signLake {
+	t.Helper()
+	return newSignLakeWith(t, "", tweaks...)
+}
+
+// newSignLakeWith starts a signing lake whose policy is the bundle rego
+// ("" for the default policy).
+func newSignLakeWith(t testing.TB, rego string, tweaks ...func(*icebergrest.Warehouse)) *signLake {
 	t.Helper()
 	endpoint := os.Getenv(s3EndpointEnv)
 	if endpoint == "" {
@@ -83,22 +118,54 @@ func newSignLake(t testing.TB) *signLake {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(t.TempDir(), "tokens.json")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tokens.json")
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// An OAuth client for alice, whose tokens expire (the static ones
+	// do not).
+	clients, err := json.Marshal(map[string]any{"clients": []map[string]any{
+		{"client_id": "alice-engine", "secret_sha256": authn.HashSecret("alice-engine-secret"), "principal": "alice"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientsFile := filepath.Join(dir, "clients.json")
+	if err := os.WriteFile(clientsFile, clients, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	popts := &policy.Options{}
+	if rego != "" {
+		file := filepath.Join(dir, "bundle", "floe", "authz", "authz.rego")
+		if err := os.MkdirAll(filepath.Dir(file), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte(rego), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		popts.Bundle = filepath.Join(dir, "bundle")
+	}
+	l.logs, l.authSkew = &lockedBuffer{}, &atomic.Int64{}
 	opts := icebergtable.S3Options{Endpoint: endpoint, Region: "us-east-1", PathStyle: true, AccessKeyID: l.keyID, SecretAccessKey: l.secret}
 	l.s = testserver.Start(t, testserver.Options{
-		Security: &assemble.Security{Authn: authn.Config{TokenFile: file}, Policy: &policy.Options{}},
+		Logger: slog.New(slog.NewJSONHandler(l.logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Security: &assemble.Security{Authn: authn.Config{TokenFile: file,
+			OAuth: authn.OAuthConfig{ClientsFile: clientsFile, TokenTTL: time.Hour},
+			Now:   func() time.Time { return time.Now().Add(time.Duration(l.authSkew.Load())) },
+		}, Policy: popts},
 		Iceberg: func(d *icebergrest.Deps) {
-			d.Warehouses = []icebergrest.Warehouse{{
+			wh := icebergrest.Warehouse{
 				Name: "lake", Location: "s3://" + l.bucket + "/wh",
 				IOProperties: opts.IOProperties(), ClientConfig: opts.ClientConfig(),
 				RemoteSigning: &icebergrest.RemoteSigning{
 					Credentials: s3sign.Credentials{AccessKeyID: l.keyID, SecretAccessKey: l.secret, Region: "us-east-1"},
 					Endpoint:    s3sign.Endpoint{URL: endpoint},
 				},
-			}}
+			}
+			for _, tweak := range tweaks {
+				tweak(&wh)
+			}
+			d.Warehouses = []icebergrest.Warehouse{wh}
 		},
 	})
 	main, err := l.s.Store.GetRef(versionstore.DefaultBranch)
@@ -375,6 +442,56 @@ func TestS3RemoteSigning(t *testing.T) {
 		}
 		if n := l.metric(`floe_storage_sign_refusals_total{reason="policy"}`); n < 1 {
 			t.Errorf("policy refusals %v, want at least 1", n)
+		}
+	})
+
+	t.Run("refusals are logged", func(t *testing.T) {
+		// The three refused deletions: DELETE of the file, of an upload,
+		// and DeleteObjects (a POST).
+		var deletes int
+		for line := range strings.Lines(l.logs.String()) {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) != nil || rec["msg"] != "storage request not signed" || rec["reason"] != "deletion" {
+				continue
+			}
+			if rec["level"] != "WARN" || rec["principal"] != "alice" || rec["table"] != "ns.t1" || rec["request_id"] == nil ||
+				(rec["method"] != http.MethodDelete && rec["method"] != http.MethodPost) || !strings.Contains(fmt.Sprint(rec["uri"]), l.bucket) {
+				t.Errorf("refusal logged as %v", rec)
+			}
+			if rec["method"] == http.MethodDelete && strings.HasSuffix(fmt.Sprint(rec["uri"]), "/data/00000-0-a.parquet") {
+				deletes++
+			}
+		}
+		if deletes != 2 {
+			t.Fatalf("%d refused DELETEs of the data file logged, want 2 (the file, its upload):\n%s", deletes, l.logs.String())
+		}
+	})
+
+	t.Run("an expired token is refused, nothing signed", func(t *testing.T) {
+		l := l.with(t)
+		form := url.Values{"grant_type": {"client_credentials"}, "client_id": {"alice-engine"}, "client_secret": {"alice-engine-secret"}}
+		status, body, _ := l.call("", http.MethodPost, "/v1/oauth/tokens", form.Encode(), "Content-Type", "application/x-www-form-urlencoded")
+		var tok struct {
+			AccessToken string `json:"access_token"`
+		}
+		if err := json.Unmarshal(body, &tok); status != http.StatusOK || err != nil || tok.AccessToken == "" {
+			t.Fatalf("token: %d %v %s", status, err, body)
+		}
+		sign := func() (int, []byte) {
+			status, body, _ := l.call("", http.MethodPost, "/"+endpoint, map[string]any{
+				"region": "us-east-1", "uri": data, "method": http.MethodGet, "headers": map[string][]string{},
+			}, "Authorization", "Bearer "+tok.AccessToken)
+			return status, body
+		}
+		if status, body := sign(); status != http.StatusOK || !strings.Contains(string(body), "Authorization") {
+			t.Fatalf("a sign request with the fresh token: %d %s", status, body)
+		}
+		l.authSkew.Store(int64(time.Hour + time.Minute)) // past the token's hour and the leeway
+		defer l.authSkew.Store(0)
+		status, body = sign()
+		checkError(t, response{status: status, body: body}, http.StatusUnauthorized, "NotAuthorizedException", "Not authorized")
+		if strings.Contains(string(body), "AWS4-HMAC-SHA256") {
+			t.Fatalf("the refusal carries a signature: %s", body)
 		}
 	})
 
