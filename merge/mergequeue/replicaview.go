@@ -26,18 +26,25 @@ func (q *Queue) GetCurrent(ctx context.Context, id string) (*Request, error) {
 	if q.leases == nil {
 		return q.Get(id)
 	}
+	r, _, err := q.readRequest(ctx, id)
+	return r, err
+}
+
+// readRequest reads request id's durable record: the request, and the
+// record's bytes.
+func (q *Queue) readRequest(ctx context.Context, id string) (*Request, []byte, error) {
 	rec, err := q.store.GetRecord(ctx, recordKey(id))
 	if errors.Is(err, versionstore.ErrRecordNotFound) {
-		return nil, fmt.Errorf("%q: %w", id, ErrNotFound)
+		return nil, nil, fmt.Errorf("%q: %w", id, ErrNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("merge queue: read request %s: %w", id, err)
+		return nil, nil, fmt.Errorf("merge queue: read request %s: %w", id, err)
 	}
 	r, err := decodeRequest(rec.Value)
 	if err != nil {
-		return nil, fmt.Errorf("merge queue: request %s: %w", id, err)
+		return nil, nil, fmt.Errorf("merge queue: request %s: %w", id, err)
 	}
-	return r, nil
+	return r, rec.Value, nil
 }
 
 // ListCurrent is List over the durable records: with leases it first
@@ -71,18 +78,11 @@ func (q *Queue) entryLocked(ctx context.Context, id string) (*entry, error) {
 	if q.leases == nil {
 		return nil, fmt.Errorf("%q: %w", id, ErrNotFound)
 	}
-	rec, err := q.store.GetRecord(ctx, recordKey(id))
-	if errors.Is(err, versionstore.ErrRecordNotFound) {
-		return nil, fmt.Errorf("%q: %w", id, ErrNotFound)
-	}
+	r, raw, err := q.readRequest(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("merge queue: read request %s: %w", id, err)
+		return nil, err
 	}
-	r, err := decodeRequest(rec.Value)
-	if err != nil {
-		return nil, fmt.Errorf("merge queue: request %s: %w", id, err)
-	}
-	e := &entry{req: r, raw: rec.Value}
+	e := &entry{req: r, raw: raw}
 	q.reqs[id] = e
 	q.seq = max(q.seq, r.Seq)
 	q.updateDepth()
