@@ -246,7 +246,13 @@ describe("the activity view", () => {
     await page.getByLabel("Branch or tag").fill("main");
     await page.getByRole("button", { name: "Filter" }).click();
     await page.waitForURL(/ref=main/);
-    await page.locator("#activity tbody tr").first().waitFor(); // the filtered page, loaded anew
+    // The filtered page replaces the rows the type filter left: wait until
+    // every row shown is on main (the old rows, or an empty table while it
+    // loads, would otherwise be read).
+    await page.waitForFunction(() => {
+      const cells = [...document.querySelectorAll("#activity tbody td:nth-child(3)")];
+      return cells.length > 0 && cells.every((td) => td.textContent === "main");
+    }).catch(() => {});
     const refs = await page.locator("#activity tbody td:nth-child(3)").allTextContents();
     assert.ok(refs.length > 0 && refs.every((r) => r === "main"), `filtered to main: ${refs}`);
   });
