@@ -106,11 +106,10 @@ func newVendLake(t testing.TB, o vendOptions) *signLake {
 	if sts == "" {
 		sts = endpoint
 	}
-	vendor, err := s3vend.New(t.Context(), s3vend.Config{RoleARN: vendRole, Endpoint: sts, Region: "us-east-1",
-		Duration: s3vend.MinDuration, AccessKeyID: l.keyID, SecretAccessKey: l.secret, Now: o.now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// assemble.Build builds the STS client from these settings, with
+	// the test's clock.
+	stsCfg := s3vend.Config{RoleARN: vendRole, Endpoint: sts, Region: "us-east-1",
+		Duration: s3vend.MinDuration, AccessKeyID: l.keyID, SecretAccessKey: l.secret}
 	opts := icebergtable.S3Options{Endpoint: endpoint, Region: "us-east-1", PathStyle: true, AccessKeyID: l.keyID, SecretAccessKey: l.secret}
 	l.s = testserver.Start(t, testserver.Options{
 		Security: &assemble.Security{Authn: authn.Config{TokenFile: file}, Policy: popts},
@@ -118,9 +117,10 @@ func newVendLake(t testing.TB, o vendOptions) *signLake {
 			d.Warehouses = []icebergrest.Warehouse{{
 				Name: "lake", Location: "s3://" + l.bucket + "/wh",
 				IOProperties: opts.IOProperties(), ClientConfig: opts.ClientConfig(),
-				VendedCredentials: &icebergrest.VendedCredentials{Vendor: vendor, Always: o.always},
+				VendedCredentials: &icebergrest.VendedCredentials{STS: stsCfg, Always: o.always},
 			}}
 		},
+		Deps: func(d *assemble.Deps) { d.VendNow = o.now },
 	})
 	main, err := l.s.Store.GetRef(versionstore.DefaultBranch)
 	if err != nil {
@@ -586,7 +586,7 @@ func BenchmarkS3VendedCredentials(b *testing.B) {
 	b.Run("loadTable+vended-cached", func(b *testing.B) { load(b, "vended-credentials") })
 	b.Run("AssumeRole", func(b *testing.B) {
 		vendor, err := s3vend.New(b.Context(), s3vend.Config{RoleARN: vendRole, Endpoint: l.endpoint, Region: "us-east-1",
-			Duration: s3vend.MinDuration, AccessKeyID: l.keyID, SecretAccessKey: l.secret})
+			Duration: s3vend.MinDuration, AccessKeyID: l.keyID, SecretAccessKey: l.secret}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

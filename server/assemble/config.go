@@ -109,6 +109,9 @@ type Deps struct {
 	// AuthnNow is the clock authentication checks tokens' expiry by; nil
 	// is time.Now.
 	AuthnNow func() time.Time
+	// VendNow is the clock of the STS clients of vended credentials
+	// (how long what they vended stays cached); nil is time.Now.
+	VendNow func() time.Time
 	// MergeValidator judges every merge-queue candidate; nil means
 	// mergecheck's, built from Config.MergeChecks (see mergecheck.go).
 	MergeValidator mergequeue.Validator

@@ -18,10 +18,6 @@ var notData = map[string]string{
 	"Security.Policy.Metrics":     "policy.Options: Build sets the process's registry",
 	"Security.Policy.DecisionLog": "policy.Options: Build opens Security.DecisionLog",
 	"Security.Policy.OnActivate":  "policy.Options: Build sets its own hook (events.go)",
-	// The STS vendor of vended credentials: cmd/floe builds it from its
-	// --s3-sts-* flags into icebergrest.Warehouse. Left for now: building
-	// it in Build from s3vend.Config changes icebergrest.Warehouse.
-	"Iceberg.Warehouses.VendedCredentials.Vendor": "a pre-built STS client (issue 34: to move to Deps)",
 }
 
 // TestConfigIsData holds Config to plain data, as etcd's embed.Config

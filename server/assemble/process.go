@@ -160,6 +160,9 @@ func Build(ctx context.Context, cfg Config, deps Deps, logger *slog.Logger) (_ *
 	ic := cfg.Iceberg
 	icebergDeps.Warehouses, icebergDeps.DefaultWarehouse, icebergDeps.IdempotencyKeyLifetime = ic.Warehouses, ic.DefaultWarehouse, ic.IdempotencyKeyLifetime
 	icebergDeps.SnapshotMetricTables, icebergDeps.EventsEndpoint = ic.SnapshotMetricTables, ic.EventsEndpoint
+	if icebergDeps.Vendors, err = newVendors(ctx, ic.Warehouses, icebergDeps.Vendors, deps.VendNow); err != nil {
+		return nil, &ServiceError{Service: "vended credentials", Err: err}
+	}
 	icebergDeps.Store, icebergDeps.Catalog, icebergDeps.Logger, icebergDeps.Metrics = p.store, p.catalog, logger, registry
 	if icebergDeps.TracerProvider == nil {
 		icebergDeps.TracerProvider = deps.TracerProvider
