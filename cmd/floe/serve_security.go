@@ -21,7 +21,7 @@ type securityFlags struct {
 	jwtIssuers, jwtAudiences, jwtAlgorithms string
 
 	policyOff           bool
-	policy              policy.Options
+	policy              assemble.Policy
 	verificationKeyFile string
 	decisionLog         string
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/floe-catalog/floe/conformance/testkit/testserver"
 	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/iceberg/s3vend"
-	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/server/assemble"
@@ -91,7 +90,7 @@ func newVendLake(t testing.TB, o vendOptions) *signLake {
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	popts := &policy.Options{}
+	popts := &assemble.Policy{}
 	if o.rego != "" {
 		rego := filepath.Join(dir, "bundle", "floe", "authz", "authz.rego")
 		if err := os.MkdirAll(filepath.Dir(rego), 0o750); err != nil {

@@ -27,7 +27,6 @@ import (
 	"github.com/floe-catalog/floe/conformance/testkit/testserver"
 	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/iceberg/s3sign"
-	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/server/assemble"
@@ -134,7 +133,7 @@ func newSignLakeWith(t testing.TB, rego string, tweaks ...func(*icebergrest.Ware
 	if err := os.WriteFile(clientsFile, clients, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	popts := &policy.Options{}
+	popts := &assemble.Policy{}
 	if rego != "" {
 		file := filepath.Join(dir, "bundle", "floe", "authz", "authz.rego")
 		if err := os.MkdirAll(filepath.Dir(file), 0o750); err != nil {

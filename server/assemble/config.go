@@ -8,7 +8,6 @@ import (
 
 	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/merge/mergequeue"
-	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/floeapi"
 	"github.com/floe-catalog/floe/rest/icebergrest"
@@ -162,10 +161,11 @@ type Security struct {
 	// without a token are the anonymous principal, and HTTP.Addr must then
 	// be a loopback address.
 	Authn authn.Config
-	// Policy turns authorization on with these engine options; nil allows
-	// every request. The root sets Logger and Metrics, and DecisionLog
-	// when DecisionLog below names a file.
-	Policy *policy.Options
+	// Policy turns authorization on with these engine settings; nil
+	// allows every request. The root sets the engine's logger, registry
+	// and activation hook, and its decision log when DecisionLog below
+	// names a file.
+	Policy *Policy
 	// DecisionLog is a file every decision is appended to as one JSON
 	// line, "-" for standard output, "" for none. It needs Policy; the
 	// file is closed after the policy engine, which flushes into it.

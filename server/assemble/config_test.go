@@ -1,23 +1,19 @@
 package assemble_test
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
+	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/server/assemble"
 )
 
 // notData are the exceptions to TestConfigIsData, by the path of the
-// field from Config, each with its reason.
+// field from Config, each with its reason. Keep it empty: what is live
+// belongs in Deps.
 var notData = map[string]string{
-	// Other packages' option types, whose live fields Build always sets
-	// itself (from Deps or the services it builds), whatever Config
-	// holds: splitting each of those types in two is not worth it.
-	"Security.Authn.Now":          "authn.Config's clock: Build sets Deps.AuthnNow",
-	"Security.Policy.Logger":      "policy.Options: Build sets the process's logger",
-	"Security.Policy.Metrics":     "policy.Options: Build sets the process's registry",
-	"Security.Policy.DecisionLog": "policy.Options: Build opens Security.DecisionLog",
-	"Security.Policy.OnActivate":  "policy.Options: Build sets its own hook (events.go)",
+	"Security.Authn.Now": "authn.Config's clock: Build sets Deps.AuthnNow",
 }
 
 // TestConfigIsData holds Config to plain data, as etcd's embed.Config
@@ -63,6 +59,57 @@ func TestConfigIsData(t *testing.T) {
 	for path := range notData {
 		if !excused[path] {
 			t.Errorf("the exception %s names no field of Config: drop it", path)
+		}
+	}
+}
+
+// TestPolicyMirrorsOptions keeps assemble.Policy in step with
+// policy.Options: every field of Options but the live ones Build sets is
+// in Policy with its type, Policy has nothing else, and Options() copies
+// each of them.
+func TestPolicyMirrorsOptions(t *testing.T) {
+	live := map[string]bool{"Logger": true, "Metrics": true, "DecisionLog": true, "OnActivate": true}
+	opts, settings := reflect.TypeFor[policy.Options](), reflect.TypeFor[assemble.Policy]()
+	var p assemble.Policy
+	pv := reflect.ValueOf(&p).Elem()
+	for i := range opts.NumField() {
+		f := opts.Field(i)
+		if live[f.Name] {
+			continue
+		}
+		sf, ok := settings.FieldByName(f.Name)
+		if !ok || sf.Type != f.Type {
+			t.Errorf("policy.Options.%s (%s) is not in assemble.Policy with its type: add it and map it in Options()", f.Name, f.Type)
+			continue
+		}
+		// A value of its own per field, so a field copied to another
+		// shows.
+		switch fv := pv.FieldByName(f.Name); fv.Kind() {
+		case reflect.String:
+			fv.SetString(fmt.Sprint("v", i))
+		case reflect.Int, reflect.Int64:
+			fv.SetInt(int64(i + 1))
+		default:
+			t.Errorf("policy.Options.%s: a %s, which this test cannot fill", f.Name, fv.Kind())
+		}
+	}
+	for i := range settings.NumField() {
+		if _, ok := opts.FieldByName(settings.Field(i).Name); !ok || live[settings.Field(i).Name] {
+			t.Errorf("assemble.Policy.%s is no data field of policy.Options", settings.Field(i).Name)
+		}
+	}
+	got := reflect.ValueOf(p.Options())
+	for i := range settings.NumField() {
+		name := settings.Field(i).Name
+		if want := pv.Field(i).Interface(); got.FieldByName(name).Interface() != want {
+			t.Errorf("Options().%s = %v, want %v", name, got.FieldByName(name).Interface(), want)
+		}
+	}
+	for name := range live {
+		if f, ok := opts.FieldByName(name); !ok {
+			t.Errorf("policy.Options has no live field %s any more: drop it from this test", name)
+		} else if !got.FieldByIndex(f.Index).IsZero() {
+			t.Errorf("Options().%s is set: the caller sets the live fields", name)
 		}
 	}
 }

@@ -463,15 +463,13 @@ func (p *Process) openDecisionLog(sec Security) (io.Writer, error) {
 
 // startPolicy starts the policy engine, writing decisions to decisionLog
 // if set; it returns nil when authorization is off (opts nil).
-func (p *Process) startPolicy(ctx context.Context, opts *policy.Options, decisionLog io.Writer, reg prometheus.Registerer) (*policy.Engine, error) {
-	if opts == nil {
+func (p *Process) startPolicy(ctx context.Context, settings *Policy, decisionLog io.Writer, reg prometheus.Registerer) (*policy.Engine, error) {
+	if settings == nil {
 		p.logger.Warn("authorization is off: every request is allowed")
 		return nil, nil
 	}
-	o := *opts
-	// The engine's live options are the root's, whatever opts holds.
+	o := settings.Options()
 	o.Logger, o.Metrics, o.DecisionLog = p.logger, reg, decisionLog
-	o.OnActivate = nil
 	if p.store != nil {
 		o.OnActivate = p.policyActivated // events.go
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/floe-catalog/floe/iceberg/s3vend"
-	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/server"
@@ -39,7 +38,7 @@ func config(dir string) assemble.Config {
 		DataDir: filepath.Join(dir, "data"),
 		Security: assemble.Security{
 			Authn:       authn.Config{Dev: true},
-			Policy:      &policy.Options{},
+			Policy:      &assemble.Policy{},
 			DecisionLog: filepath.Join(dir, "decisions.jsonl"),
 		},
 		Iceberg: assemble.Iceberg{Warehouses: []icebergrest.Warehouse{{
