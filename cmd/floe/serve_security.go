@@ -16,7 +16,7 @@ import (
 // securityFlags configure authentication and authorization.
 type securityFlags struct {
 	dev   bool
-	authn authn.Config
+	authn assemble.Authn
 	// jwtIssuers, jwtAudiences and jwtAlgorithms are comma-separated.
 	jwtIssuers, jwtAudiences, jwtAlgorithms string
 

@@ -31,7 +31,7 @@ func withAuth(t *testing.T) floeOption {
 	}
 	return func(o *testserver.Options) {
 		o.Security = &assemble.Security{
-			Authn:  authn.Config{OAuth: authn.OAuthConfig{ClientsFile: clients}},
+			Authn:  assemble.Authn{OAuth: authn.OAuthConfig{ClientsFile: clients}},
 			Policy: &assemble.Policy{},
 		}
 	}

@@ -185,7 +185,7 @@ decision := {"allow": false, "reasons": ["secret branches are sam's"]} if {
 		t.Fatal(err)
 	}
 	opts := testserver.Options{
-		Security: &assemble.Security{Authn: authn.Config{TokenFile: tokenFile}, Policy: &assemble.Policy{Bundle: filepath.Join(dir, "bundle")}},
+		Security: &assemble.Security{Authn: assemble.Authn{TokenFile: tokenFile}, Policy: &assemble.Policy{Bundle: filepath.Join(dir, "bundle")}},
 	}
 	for _, a := range adjust {
 		a(&opts)

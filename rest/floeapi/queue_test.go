@@ -39,7 +39,7 @@ func queueServer(t *testing.T) *testserver.Server {
 		t.Fatal(err)
 	}
 	return testserver.Start(t, testserver.Options{
-		Security: &assemble.Security{Authn: authn.Config{TokenFile: file}, Policy: &assemble.Policy{}},
+		Security: &assemble.Security{Authn: assemble.Authn{TokenFile: file}, Policy: &assemble.Policy{}},
 		MergeQueue: func(c *assemble.MergeQueue) {
 			rules := mergequeue.DefaultRules()
 			rules.Protected = []string{"main"}

@@ -111,7 +111,7 @@ func newVendLake(t testing.TB, o vendOptions) *signLake {
 		Duration: s3vend.MinDuration, AccessKeyID: l.keyID, SecretAccessKey: l.secret}
 	opts := icebergtable.S3Options{Endpoint: endpoint, Region: "us-east-1", PathStyle: true, AccessKeyID: l.keyID, SecretAccessKey: l.secret}
 	l.s = testserver.Start(t, testserver.Options{
-		Security: &assemble.Security{Authn: authn.Config{TokenFile: file}, Policy: popts},
+		Security: &assemble.Security{Authn: assemble.Authn{TokenFile: file}, Policy: popts},
 		Iceberg: func(d *icebergrest.Deps) {
 			d.Warehouses = []icebergrest.Warehouse{{
 				Name: "lake", Location: "s3://" + l.bucket + "/wh",

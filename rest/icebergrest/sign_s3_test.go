@@ -148,10 +148,12 @@ func newSignLakeWith(t testing.TB, rego string, tweaks ...func(*icebergrest.Ware
 	opts := icebergtable.S3Options{Endpoint: endpoint, Region: "us-east-1", PathStyle: true, AccessKeyID: l.keyID, SecretAccessKey: l.secret}
 	l.s = testserver.Start(t, testserver.Options{
 		Logger: slog.New(slog.NewJSONHandler(l.logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Security: &assemble.Security{Authn: authn.Config{TokenFile: file,
+		Security: &assemble.Security{Authn: assemble.Authn{TokenFile: file,
 			OAuth: authn.OAuthConfig{ClientsFile: clientsFile, TokenTTL: time.Hour},
-			Now:   func() time.Time { return time.Now().Add(time.Duration(l.authSkew.Load())) },
 		}, Policy: popts},
+		Deps: func(d *assemble.Deps) {
+			d.AuthnNow = func() time.Time { return time.Now().Add(time.Duration(l.authSkew.Load())) }
+		},
 		Iceberg: func(d *icebergrest.Deps) {
 			wh := icebergrest.Warehouse{
 				Name: "lake", Location: "s3://" + l.bucket + "/wh",

@@ -8,7 +8,6 @@ import (
 
 	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/merge/mergequeue"
-	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/floeapi"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/rest/nessie"
@@ -160,7 +159,7 @@ type Security struct {
 	// Authn says where principals come from. With Authn.Dev, requests
 	// without a token are the anonymous principal, and HTTP.Addr must then
 	// be a loopback address.
-	Authn authn.Config
+	Authn Authn
 	// Policy turns authorization on with these engine settings; nil
 	// allows every request. The root sets the engine's logger, registry
 	// and activation hook, and its decision log when DecisionLog below

@@ -4,17 +4,17 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/floe-catalog/floe/policy"
+	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/server/assemble"
 )
 
 // notData are the exceptions to TestConfigIsData, by the path of the
 // field from Config, each with its reason. Keep it empty: what is live
 // belongs in Deps.
-var notData = map[string]string{
-	"Security.Authn.Now": "authn.Config's clock: Build sets Deps.AuthnNow",
-}
+var notData = map[string]string{}
 
 // TestConfigIsData holds Config to plain data, as etcd's embed.Config
 // is: no function, interface, channel or unsafe pointer anywhere in it,
@@ -111,5 +111,33 @@ func TestPolicyMirrorsOptions(t *testing.T) {
 		} else if !got.FieldByIndex(f.Index).IsZero() {
 			t.Errorf("Options().%s is set: the caller sets the live fields", name)
 		}
+	}
+}
+
+// TestAuthnMirrorsConfig keeps assemble.Authn in step with authn.Config:
+// the same fields but the clock, with their types, each copied by
+// Config(now).
+func TestAuthnMirrorsConfig(t *testing.T) {
+	cfg, settings := reflect.TypeFor[authn.Config](), reflect.TypeFor[assemble.Authn]()
+	if cfg.NumField() != settings.NumField()+1 {
+		t.Errorf("authn.Config has %d fields, assemble.Authn %d: want all but Now", cfg.NumField(), settings.NumField())
+	}
+	for i := range cfg.NumField() {
+		f := cfg.Field(i)
+		if sf, ok := settings.FieldByName(f.Name); f.Name != "Now" && (!ok || sf.Type != f.Type) {
+			t.Errorf("authn.Config.%s (%s) is not in assemble.Authn with its type", f.Name, f.Type)
+		}
+	}
+	a := assemble.Authn{TokenFile: "tokens.json", JWT: authn.JWTConfig{JWKSURL: "https://idp/jwks"},
+		OAuth: authn.OAuthConfig{ClientsFile: "clients.json"}, Dev: true, ReloadInterval: time.Minute}
+	clock := time.Unix(1e9, 0)
+	got := a.Config(func() time.Time { return clock })
+	if got.Now == nil || !got.Now().Equal(clock) {
+		t.Errorf("Config(now).Now is not now")
+	}
+	got.Now = nil
+	want := authn.Config{TokenFile: a.TokenFile, JWT: a.JWT, OAuth: a.OAuth, Dev: a.Dev, ReloadInterval: a.ReloadInterval}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Config() = %+v, want %+v", got, want)
 	}
 }

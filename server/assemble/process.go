@@ -140,8 +140,7 @@ func Build(ctx context.Context, cfg Config, deps Deps, logger *slog.Logger) (_ *
 		return nil, &ServiceError{Service: "catalog", Err: err}
 	}
 	warehouses := p.catalog.Warehouses()
-	authnCfg := cfg.Security.Authn
-	authnCfg.Now = deps.AuthnNow
+	authnCfg := cfg.Security.Authn.Config(deps.AuthnNow)
 	auth, err := p.startAuthn(ctx, authnCfg, registry)
 	if err != nil {
 		return nil, &ServiceError{Service: "authentication", Err: err}

@@ -23,7 +23,6 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/floe-catalog/floe/iceberg/s3vend"
-	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/server"
 	"github.com/floe-catalog/floe/server/assemble"
@@ -37,7 +36,7 @@ func config(dir string) assemble.Config {
 		HTTP:    server.Settings{Addr: "127.0.0.1:0"},
 		DataDir: filepath.Join(dir, "data"),
 		Security: assemble.Security{
-			Authn:       authn.Config{Dev: true},
+			Authn:       assemble.Authn{Dev: true},
 			Policy:      &assemble.Policy{},
 			DecisionLog: filepath.Join(dir, "decisions.jsonl"),
 		},
