@@ -16,12 +16,12 @@ import (
 // securityFlags configure authentication and authorization.
 type securityFlags struct {
 	dev   bool
-	authn authn.Config
+	authn assemble.Authn
 	// jwtIssuers, jwtAudiences and jwtAlgorithms are comma-separated.
 	jwtIssuers, jwtAudiences, jwtAlgorithms string
 
 	policyOff           bool
-	policy              policy.Options
+	policy              assemble.Policy
 	verificationKeyFile string
 	decisionLog         string
 }

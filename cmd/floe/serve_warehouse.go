@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -212,10 +211,11 @@ func (wf *warehouseFlags) vending() (*icebergrest.VendedCredentials, error) {
 		cfg.Region = wf.s3.Region
 	}
 	cfg.AccessKeyID, cfg.SecretAccessKey = wf.s3.AccessKeyID, wf.s3.SecretAccessKey
-	v, err := s3vend.New(context.Background(), cfg)
-	if err != nil {
+	// The STS client is built by assemble.Build from these settings; the
+	// flags are checked here so that a bad one names itself.
+	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("--s3-vended-credentials: %w", err)
 	}
-	vc.Vendor = v
+	vc.STS = cfg
 	return vc, nil
 }

@@ -242,11 +242,11 @@ func TestVendedCredentialsFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	vc := wh.VendedCredentials
-	if vc == nil || !vc.Always || vc.Vendor == nil || vc.Vendor.Duration() != 30*time.Minute {
+	if vc == nil || !vc.Always || vc.STS.RoleARN != "arn:aws:iam::1:role/r" || vc.STS.Region != "eu-west-1" || vc.STS.Duration != 30*time.Minute {
 		t.Fatalf("vended credentials %+v", vc)
 	}
 	if wh, err = parseWarehouseFlags(t, "--warehouse", "s3://b/wh", "--s3-vended-credentials", "on-request", "--s3-sts-role-arn", "arn:aws:iam::1:role/r"); err != nil ||
-		wh.VendedCredentials == nil || wh.VendedCredentials.Always || wh.VendedCredentials.Vendor.Duration() != time.Hour {
+		wh.VendedCredentials == nil || wh.VendedCredentials.Always || wh.VendedCredentials.STS.Duration != time.Hour {
 		t.Fatalf("on-request: %+v, %v", wh.VendedCredentials, err)
 	}
 	if wh, err = parseWarehouseFlags(t, "--warehouse", "s3://b/wh"); err != nil || wh.VendedCredentials != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 
 	"github.com/floe-catalog/floe/conformance/testkit/testserver"
-	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/server/assemble"
 	"github.com/floe-catalog/floe/versionstore"
@@ -32,8 +31,8 @@ func withAuth(t *testing.T) floeOption {
 	}
 	return func(o *testserver.Options) {
 		o.Security = &assemble.Security{
-			Authn:  authn.Config{OAuth: authn.OAuthConfig{ClientsFile: clients}},
-			Policy: &policy.Options{},
+			Authn:  assemble.Authn{OAuth: authn.OAuthConfig{ClientsFile: clients}},
+			Policy: &assemble.Policy{},
 		}
 	}
 }

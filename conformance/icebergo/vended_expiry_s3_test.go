@@ -39,18 +39,16 @@ func startVendingFloe(t *testing.T, m minioS3) (*floeServer, string) {
 	if s := m.do(t, http.MethodPut, bucket); s != http.StatusOK {
 		t.Fatalf("create bucket: %d", s)
 	}
-	vendor, err := s3vend.New(t.Context(), s3vend.Config{RoleARN: "arn:aws:iam::000000000000:role/floe-vend", Endpoint: m.endpoint,
-		Region: "us-east-1", Duration: s3vend.MinDuration, AccessKeyID: m.keys.AccessKeyID, SecretAccessKey: m.keys.SecretAccessKey})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// assemble.Build builds the STS client from these settings.
+	sts := s3vend.Config{RoleARN: "arn:aws:iam::000000000000:role/floe-vend", Endpoint: m.endpoint,
+		Region: "us-east-1", Duration: s3vend.MinDuration, AccessKeyID: m.keys.AccessKeyID, SecretAccessKey: m.keys.SecretAccessKey}
 	opts := icebergtable.S3Options{Endpoint: m.endpoint, Region: "us-east-1", PathStyle: true, AccessKeyID: m.keys.AccessKeyID, SecretAccessKey: m.keys.SecretAccessKey}
 	f := startFloe(t, func(o *testserver.Options) {
 		o.Iceberg = func(d *icebergrest.Deps) {
 			d.Warehouses = []icebergrest.Warehouse{{
 				Name: "lake", Location: "s3://" + bucket + "/wh",
 				IOProperties: opts.IOProperties(), ClientConfig: opts.ClientConfig(),
-				VendedCredentials: &icebergrest.VendedCredentials{Vendor: vendor},
+				VendedCredentials: &icebergrest.VendedCredentials{STS: sts},
 			}}
 		}
 	})

@@ -257,8 +257,8 @@ func TestVendAgainstMinIO(t *testing.T) {
 	now := time.Now()
 	var clock atomic.Int64
 	v, err := s3vend.New(t.Context(), s3vend.Config{RoleARN: "arn:aws:iam::000000000000:role/floe-vend", Endpoint: endpoint,
-		Duration: s3vend.MinDuration, AccessKeyID: os.Getenv("FLOE_TEST_MINIO_ACCESS_KEY_ID"), SecretAccessKey: os.Getenv("FLOE_TEST_MINIO_SECRET_ACCESS_KEY"),
-		Now: func() time.Time { return now.Add(time.Duration(clock.Load())) }})
+		Duration: s3vend.MinDuration, AccessKeyID: os.Getenv("FLOE_TEST_MINIO_ACCESS_KEY_ID"), SecretAccessKey: os.Getenv("FLOE_TEST_MINIO_SECRET_ACCESS_KEY")},
+		func() time.Time { return now.Add(time.Duration(clock.Load())) })
 	if err != nil {
 		t.Fatal(err)
 	}

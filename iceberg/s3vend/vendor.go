@@ -40,8 +40,6 @@ type Config struct {
 	// (environment, shared files, instance and container roles).
 	AccessKeyID     string
 	SecretAccessKey string
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
 }
 
 // Bounds of Config.Duration.
@@ -80,26 +78,35 @@ type Vendor struct {
 	flight singleflight.Group
 }
 
-// New returns a vendor for cfg. It reads the AWS configuration (for the
-// default chain) but calls nothing: an unreachable STS fails the first
-// vend, not the server's start.
-func New(ctx context.Context, cfg Config) (*Vendor, error) {
+// Validate reports what New would refuse in cfg, without reading the AWS
+// configuration: a command line checks its flags with it.
+func (cfg Config) Validate() error {
 	if cfg.RoleARN == "" {
-		return nil, errors.New("vended credentials: a role ARN is required")
+		return errors.New("vended credentials: a role ARN is required")
 	}
 	if (cfg.AccessKeyID == "") != (cfg.SecretAccessKey == "") {
-		return nil, errors.New("vended credentials: an access key id needs its secret access key and the other way round")
+		return errors.New("vended credentials: an access key id needs its secret access key and the other way round")
+	}
+	if d := cfg.Duration; d != 0 && (d < MinDuration || d > MaxDuration) {
+		return fmt.Errorf("vended credentials: duration %s is outside %s to %s", d, MinDuration, MaxDuration)
+	}
+	return nil
+}
+
+// New returns a vendor for cfg, which keeps time by now (nil means
+// time.Now; the clock is an argument so that Config stays plain data). It
+// reads the AWS configuration (for the default chain) but calls nothing:
+// an unreachable STS fails the first vend, not the server's start.
+func New(ctx context.Context, cfg Config, now func() time.Time) (*Vendor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Duration == 0 {
 		cfg.Duration = DefaultDuration
 	}
-	if cfg.Duration < MinDuration || cfg.Duration > MaxDuration {
-		return nil, fmt.Errorf("vended credentials: duration %s is outside %s to %s", cfg.Duration, MinDuration, MaxDuration)
-	}
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
-	now := cfg.Now
 	if now == nil {
 		now = time.Now
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/floe-catalog/floe/catalog/changefeed"
 	"github.com/floe-catalog/floe/conformance/testkit/testserver"
-	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/floeapi"
 	"github.com/floe-catalog/floe/server/assemble"
@@ -186,7 +185,7 @@ decision := {"allow": false, "reasons": ["secret branches are sam's"]} if {
 		t.Fatal(err)
 	}
 	opts := testserver.Options{
-		Security: &assemble.Security{Authn: authn.Config{TokenFile: tokenFile}, Policy: &policy.Options{Bundle: filepath.Join(dir, "bundle")}},
+		Security: &assemble.Security{Authn: assemble.Authn{TokenFile: tokenFile}, Policy: &assemble.Policy{Bundle: filepath.Join(dir, "bundle")}},
 	}
 	for _, a := range adjust {
 		a(&opts)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/floe-catalog/floe/conformance/testkit/testserver"
 	"github.com/floe-catalog/floe/merge/mergequeue"
-	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/floeapi"
 	"github.com/floe-catalog/floe/server/assemble"
@@ -40,7 +39,7 @@ func queueServer(t *testing.T) *testserver.Server {
 		t.Fatal(err)
 	}
 	return testserver.Start(t, testserver.Options{
-		Security: &assemble.Security{Authn: authn.Config{TokenFile: file}, Policy: &policy.Options{}},
+		Security: &assemble.Security{Authn: assemble.Authn{TokenFile: file}, Policy: &assemble.Policy{}},
 		MergeQueue: func(c *assemble.MergeQueue) {
 			rules := mergequeue.DefaultRules()
 			rules.Protected = []string{"main"}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/floe-catalog/floe/conformance/testkit/testserver"
 	"github.com/floe-catalog/floe/housekeeping/refretention"
-	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/floeapi"
 	"github.com/floe-catalog/floe/server/assemble"
@@ -44,7 +43,7 @@ func securedServer(t *testing.T, clock *atomic.Int64) *testserver.Server {
 	cfg := refretention.DefaultConfig()
 	cfg.Protected = []string{"release/"}
 	return testserver.Start(t, testserver.Options{
-		Security:     &assemble.Security{Authn: authn.Config{TokenFile: file}, Policy: &policy.Options{}},
+		Security:     &assemble.Security{Authn: assemble.Authn{TokenFile: file}, Policy: &assemble.Policy{}},
 		RefRetention: &assemble.RefRetention{Config: &cfg},
 		Deps:         func(d *assemble.Deps) { d.RefRetentionNow = func() time.Time { return time.Unix(0, clock.Load()) } },
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/floe-catalog/floe/catalog/changefeed"
 	"github.com/floe-catalog/floe/housekeeping/maintenance"
 	"github.com/floe-catalog/floe/iceberg/icebergtable"
+	"github.com/floe-catalog/floe/iceberg/s3vend"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/rest/httpapi"
 	"github.com/floe-catalog/floe/versionstore"
@@ -76,6 +77,11 @@ type Deps struct {
 	// DefaultWarehouse is used when a client names none; "" means the
 	// first of Warehouses.
 	DefaultWarehouse string
+	// Vendors are the STS clients of the warehouses that vend
+	// credentials, by warehouse name, built from their
+	// VendedCredentials.STS (server/assemble builds them); one missing
+	// is an error.
+	Vendors map[string]*s3vend.Vendor
 	// Principal names the caller of a request for commit records; nil
 	// means DefaultPrincipal for everyone.
 	Principal func(*http.Request) string
@@ -223,7 +229,7 @@ func newAPI(deps Deps) (*api, error) {
 		if !ok {
 			return nil, fmt.Errorf("iceberg REST: warehouse %q is not the catalog's", w.Name)
 		}
-		wh, err := newWarehouse(w, files)
+		wh, err := newWarehouse(w, files, deps.Vendors[w.Name])
 		if err != nil {
 			return nil, err
 		}

@@ -20,9 +20,11 @@ import (
 // credentials per table (STS AssumeRole with a session policy limited to
 // the table's prefixes, iceberg/s3vend): read-only, or read-write for
 // principals the policy lets write the table at the branch, and never
-// able to delete.
+// able to delete. It is plain data: the STS client built from it is
+// Deps.Vendors' (server/assemble builds it).
 type VendedCredentials struct {
-	Vendor *s3vend.Vendor
+	// STS says which role is assumed, through which STS, for how long.
+	STS s3vend.Config
 	// Always hands credentials with every loadTable, createTable and
 	// registerTable answer; otherwise only to clients that ask with
 	// X-Iceberg-Access-Delegation: vended-credentials. A client that
@@ -141,7 +143,7 @@ func (a *api) vend(w http.ResponseWriter, r *http.Request, wr *warehouseRef, id 
 		}
 		return storageCredential{}, err
 	}
-	c, err := wr.wh.vending.Vendor.Vend(ctx, d.Grant, a.principal(r))
+	c, err := wr.wh.vendor.Vend(ctx, d.Grant, a.principal(r))
 	switch {
 	case errors.Is(err, s3vend.ErrUnsupportedLocation):
 		return storageCredential{}, a.refuseVend(w, r, vendRefusedLocation, id,

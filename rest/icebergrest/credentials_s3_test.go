@@ -23,7 +23,6 @@ import (
 	"github.com/floe-catalog/floe/conformance/testkit/testserver"
 	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/iceberg/s3vend"
-	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/server/assemble"
@@ -91,7 +90,7 @@ func newVendLake(t testing.TB, o vendOptions) *signLake {
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	popts := &policy.Options{}
+	popts := &assemble.Policy{}
 	if o.rego != "" {
 		rego := filepath.Join(dir, "bundle", "floe", "authz", "authz.rego")
 		if err := os.MkdirAll(filepath.Dir(rego), 0o750); err != nil {
@@ -106,21 +105,21 @@ func newVendLake(t testing.TB, o vendOptions) *signLake {
 	if sts == "" {
 		sts = endpoint
 	}
-	vendor, err := s3vend.New(t.Context(), s3vend.Config{RoleARN: vendRole, Endpoint: sts, Region: "us-east-1",
-		Duration: s3vend.MinDuration, AccessKeyID: l.keyID, SecretAccessKey: l.secret, Now: o.now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// assemble.Build builds the STS client from these settings, with
+	// the test's clock.
+	stsCfg := s3vend.Config{RoleARN: vendRole, Endpoint: sts, Region: "us-east-1",
+		Duration: s3vend.MinDuration, AccessKeyID: l.keyID, SecretAccessKey: l.secret}
 	opts := icebergtable.S3Options{Endpoint: endpoint, Region: "us-east-1", PathStyle: true, AccessKeyID: l.keyID, SecretAccessKey: l.secret}
 	l.s = testserver.Start(t, testserver.Options{
-		Security: &assemble.Security{Authn: authn.Config{TokenFile: file}, Policy: popts},
+		Security: &assemble.Security{Authn: assemble.Authn{TokenFile: file}, Policy: popts},
 		Iceberg: func(d *icebergrest.Deps) {
 			d.Warehouses = []icebergrest.Warehouse{{
 				Name: "lake", Location: "s3://" + l.bucket + "/wh",
 				IOProperties: opts.IOProperties(), ClientConfig: opts.ClientConfig(),
-				VendedCredentials: &icebergrest.VendedCredentials{Vendor: vendor, Always: o.always},
+				VendedCredentials: &icebergrest.VendedCredentials{STS: stsCfg, Always: o.always},
 			}}
 		},
+		Deps: func(d *assemble.Deps) { d.VendNow = o.now },
 	})
 	main, err := l.s.Store.GetRef(versionstore.DefaultBranch)
 	if err != nil {
@@ -586,7 +585,7 @@ func BenchmarkS3VendedCredentials(b *testing.B) {
 	b.Run("loadTable+vended-cached", func(b *testing.B) { load(b, "vended-credentials") })
 	b.Run("AssumeRole", func(b *testing.B) {
 		vendor, err := s3vend.New(b.Context(), s3vend.Config{RoleARN: vendRole, Endpoint: l.endpoint, Region: "us-east-1",
-			Duration: s3vend.MinDuration, AccessKeyID: l.keyID, SecretAccessKey: l.secret})
+			Duration: s3vend.MinDuration, AccessKeyID: l.keyID, SecretAccessKey: l.secret}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

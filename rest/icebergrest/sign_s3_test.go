@@ -27,7 +27,6 @@ import (
 	"github.com/floe-catalog/floe/conformance/testkit/testserver"
 	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/iceberg/s3sign"
-	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/server/assemble"
@@ -134,7 +133,7 @@ func newSignLakeWith(t testing.TB, rego string, tweaks ...func(*icebergrest.Ware
 	if err := os.WriteFile(clientsFile, clients, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	popts := &policy.Options{}
+	popts := &assemble.Policy{}
 	if rego != "" {
 		file := filepath.Join(dir, "bundle", "floe", "authz", "authz.rego")
 		if err := os.MkdirAll(filepath.Dir(file), 0o750); err != nil {
@@ -149,10 +148,12 @@ func newSignLakeWith(t testing.TB, rego string, tweaks ...func(*icebergrest.Ware
 	opts := icebergtable.S3Options{Endpoint: endpoint, Region: "us-east-1", PathStyle: true, AccessKeyID: l.keyID, SecretAccessKey: l.secret}
 	l.s = testserver.Start(t, testserver.Options{
 		Logger: slog.New(slog.NewJSONHandler(l.logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Security: &assemble.Security{Authn: authn.Config{TokenFile: file,
+		Security: &assemble.Security{Authn: assemble.Authn{TokenFile: file,
 			OAuth: authn.OAuthConfig{ClientsFile: clientsFile, TokenTTL: time.Hour},
-			Now:   func() time.Time { return time.Now().Add(time.Duration(l.authSkew.Load())) },
 		}, Policy: popts},
+		Deps: func(d *assemble.Deps) {
+			d.AuthnNow = func() time.Time { return time.Now().Add(time.Duration(l.authSkew.Load())) }
+		},
 		Iceberg: func(d *icebergrest.Deps) {
 			wh := icebergrest.Warehouse{
 				Name: "lake", Location: "s3://" + l.bucket + "/wh",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/floe-catalog/floe/iceberg/icebergtable"
 	"github.com/floe-catalog/floe/iceberg/s3sign"
+	"github.com/floe-catalog/floe/iceberg/s3vend"
 	"github.com/floe-catalog/floe/policy"
 	"github.com/floe-catalog/floe/rest/authz"
 	"github.com/floe-catalog/floe/versionstore"
@@ -34,13 +35,15 @@ type warehouse struct {
 	// vending vends engines credentials; nil when the warehouse does
 	// not.
 	vending *VendedCredentials
+	vendor  *s3vend.Vendor
 	// buckets are the object-store buckets of the warehouse's root and
 	// allowed locations: the only ones floe signs requests for.
 	buckets []string
 }
 
 // newWarehouse serves the catalog's warehouse files as w configures.
-func newWarehouse(w Warehouse, files *icebergtable.Warehouse) (*warehouse, error) {
+// vendor is its STS client, needed when w vends credentials.
+func newWarehouse(w Warehouse, files *icebergtable.Warehouse, vendor *s3vend.Vendor) (*warehouse, error) {
 	var err error
 	cc := map[string]string{}
 	for k, v := range w.ClientConfig {
@@ -60,10 +63,10 @@ func newWarehouse(w Warehouse, files *icebergtable.Warehouse) (*warehouse, error
 		if len(wh.buckets) == 0 {
 			return nil, fmt.Errorf("iceberg REST: warehouse %q at %s: vended credentials need an s3:// warehouse", w.Name, files.Location())
 		}
-		if w.VendedCredentials.Vendor == nil {
-			return nil, fmt.Errorf("iceberg REST: warehouse %q: vended credentials need a vendor", w.Name)
+		if vendor == nil {
+			return nil, fmt.Errorf("iceberg REST: warehouse %q: vended credentials need a vendor (Deps.Vendors)", w.Name)
 		}
-		wh.vending = w.VendedCredentials
+		wh.vending, wh.vendor = w.VendedCredentials, vendor
 	}
 	if wh.signing != nil {
 		if len(wh.buckets) == 0 {

@@ -15,7 +15,7 @@ func TestTableReplyCarriesClientConfig(t *testing.T) {
 	}
 	meta := []byte(`{"format-version":2,"location":"s3://bucket/wh/t"}`)
 	for _, cfg := range []map[string]string{nil, {"s3.endpoint": "http://h:1", "s3.region": "r"}} {
-		wh, err := newWarehouse(Warehouse{Name: "lake", Location: "s3://bucket/wh", ClientConfig: cfg}, files)
+		wh, err := newWarehouse(Warehouse{Name: "lake", Location: "s3://bucket/wh", ClientConfig: cfg}, files, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

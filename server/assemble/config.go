@@ -8,8 +8,6 @@ import (
 
 	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/merge/mergequeue"
-	"github.com/floe-catalog/floe/policy"
-	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/floeapi"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/rest/nessie"
@@ -109,6 +107,9 @@ type Deps struct {
 	// AuthnNow is the clock authentication checks tokens' expiry by; nil
 	// is time.Now.
 	AuthnNow func() time.Time
+	// VendNow is the clock of the STS clients of vended credentials
+	// (how long what they vended stays cached); nil is time.Now.
+	VendNow func() time.Time
 	// MergeValidator judges every merge-queue candidate; nil means
 	// mergecheck's, built from Config.MergeChecks (see mergecheck.go).
 	MergeValidator mergequeue.Validator
@@ -158,11 +159,12 @@ type Security struct {
 	// Authn says where principals come from. With Authn.Dev, requests
 	// without a token are the anonymous principal, and HTTP.Addr must then
 	// be a loopback address.
-	Authn authn.Config
-	// Policy turns authorization on with these engine options; nil allows
-	// every request. The root sets Logger and Metrics, and DecisionLog
-	// when DecisionLog below names a file.
-	Policy *policy.Options
+	Authn Authn
+	// Policy turns authorization on with these engine settings; nil
+	// allows every request. The root sets the engine's logger, registry
+	// and activation hook, and its decision log when DecisionLog below
+	// names a file.
+	Policy *Policy
 	// DecisionLog is a file every decision is appended to as one JSON
 	// line, "-" for standard output, "" for none. It needs Policy; the
 	// file is closed after the policy engine, which flushes into it.

@@ -24,7 +24,7 @@ func TestServesTheConsole(t *testing.T) {
 	if err := os.WriteFile(tokens, fmt.Appendf(nil, `{"tokens": [{"sha256": %q, "principal": "p", "groups": []}]}`, authn.HashSecret("t0ken")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := testserver.Start(t, testserver.Options{Security: &assemble.Security{Authn: authn.Config{TokenFile: tokens}}})
+	s := testserver.Start(t, testserver.Options{Security: &assemble.Security{Authn: assemble.Authn{TokenFile: tokens}}})
 	client := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	status := func(path string) (int, string) {
 		t.Helper()

@@ -140,8 +140,7 @@ func Build(ctx context.Context, cfg Config, deps Deps, logger *slog.Logger) (_ *
 		return nil, &ServiceError{Service: "catalog", Err: err}
 	}
 	warehouses := p.catalog.Warehouses()
-	authnCfg := cfg.Security.Authn
-	authnCfg.Now = deps.AuthnNow
+	authnCfg := cfg.Security.Authn.Config(deps.AuthnNow)
 	auth, err := p.startAuthn(ctx, authnCfg, registry)
 	if err != nil {
 		return nil, &ServiceError{Service: "authentication", Err: err}
@@ -160,6 +159,9 @@ func Build(ctx context.Context, cfg Config, deps Deps, logger *slog.Logger) (_ *
 	ic := cfg.Iceberg
 	icebergDeps.Warehouses, icebergDeps.DefaultWarehouse, icebergDeps.IdempotencyKeyLifetime = ic.Warehouses, ic.DefaultWarehouse, ic.IdempotencyKeyLifetime
 	icebergDeps.SnapshotMetricTables, icebergDeps.EventsEndpoint = ic.SnapshotMetricTables, ic.EventsEndpoint
+	if icebergDeps.Vendors, err = newVendors(ctx, ic.Warehouses, icebergDeps.Vendors, deps.VendNow); err != nil {
+		return nil, &ServiceError{Service: "vended credentials", Err: err}
+	}
 	icebergDeps.Store, icebergDeps.Catalog, icebergDeps.Logger, icebergDeps.Metrics = p.store, p.catalog, logger, registry
 	if icebergDeps.TracerProvider == nil {
 		icebergDeps.TracerProvider = deps.TracerProvider
@@ -460,15 +462,13 @@ func (p *Process) openDecisionLog(sec Security) (io.Writer, error) {
 
 // startPolicy starts the policy engine, writing decisions to decisionLog
 // if set; it returns nil when authorization is off (opts nil).
-func (p *Process) startPolicy(ctx context.Context, opts *policy.Options, decisionLog io.Writer, reg prometheus.Registerer) (*policy.Engine, error) {
-	if opts == nil {
+func (p *Process) startPolicy(ctx context.Context, settings *Policy, decisionLog io.Writer, reg prometheus.Registerer) (*policy.Engine, error) {
+	if settings == nil {
 		p.logger.Warn("authorization is off: every request is allowed")
 		return nil, nil
 	}
-	o := *opts
-	// The engine's live options are the root's, whatever opts holds.
+	o := settings.Options()
 	o.Logger, o.Metrics, o.DecisionLog = p.logger, reg, decisionLog
-	o.OnActivate = nil
 	if p.store != nil {
 		o.OnActivate = p.policyActivated // events.go
 	}

@@ -22,8 +22,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
 
-	"github.com/floe-catalog/floe/policy"
-	"github.com/floe-catalog/floe/policy/authn"
+	"github.com/floe-catalog/floe/iceberg/s3vend"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/server"
 	"github.com/floe-catalog/floe/server/assemble"
@@ -37,8 +36,8 @@ func config(dir string) assemble.Config {
 		HTTP:    server.Settings{Addr: "127.0.0.1:0"},
 		DataDir: filepath.Join(dir, "data"),
 		Security: assemble.Security{
-			Authn:       authn.Config{Dev: true},
-			Policy:      &policy.Options{},
+			Authn:       assemble.Authn{Dev: true},
+			Policy:      &assemble.Policy{},
 			DecisionLog: filepath.Join(dir, "decisions.jsonl"),
 		},
 		Iceberg: assemble.Iceberg{Warehouses: []icebergrest.Warehouse{{
@@ -159,6 +158,9 @@ func TestFailedStartClosesWhatWasBuilt(t *testing.T) {
 		{"decision log unwritable", func(c *assemble.Config) { c.Security.DecisionLog = "/nonexistent/decisions.jsonl" }, "decision log", "/nonexistent/decisions.jsonl"},
 		{"bad policy bundle", func(c *assemble.Config) { c.Security.Policy.Bundle = "/nonexistent/bundle" }, "policy engine", "/nonexistent/bundle"},
 		{"no warehouse", func(c *assemble.Config) { c.Iceberg.Warehouses = nil }, "catalog", "no warehouse"},
+		{"bad vended credentials", func(c *assemble.Config) {
+			c.Iceberg.Warehouses[0].VendedCredentials = &icebergrest.VendedCredentials{STS: s3vend.Config{RoleARN: "arn:aws:iam::1:role/r", Duration: time.Minute}}
+		}, "vended credentials", "duration 1m0s is outside"},
 		{"bad HTTP config", func(c *assemble.Config) { c.HTTP.MaxBodyBytes = -1 }, "HTTP server", "max body bytes must not be negative"},
 		{"address in use", func(c *assemble.Config) { c.HTTP.Addr = busy.Addr().String() }, "", "address already in use"},
 	} {

@@ -48,7 +48,7 @@ func traceOneCommit(t *testing.T, store string) {
 	bundle := filepath.Join(dir, "bundle")
 	writeBundleFile(t, filepath.Join(bundle, "floe", "authz", "authz.rego"),
 		"package floe.authz\n\ndecision := {\"allow\": true, \"reasons\": [\"test\"]}\n")
-	cfg.Security.Policy = &policy.Options{Bundle: bundle}
+	cfg.Security.Policy = &assemble.Policy{Bundle: bundle}
 	recorder := tracetest.NewSpanRecorder()
 	deps := assemble.Deps{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recorder))}
 

@@ -25,7 +25,7 @@ func TestUnmatchedPathsAuthenticateFirst(t *testing.T) {
 	if err := os.WriteFile(tokens, fmt.Appendf(nil, `{"tokens": [{"sha256": %q, "principal": "p", "groups": []}]}`, authn.HashSecret("t0ken")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := testserver.Start(t, testserver.Options{Security: &assemble.Security{Authn: authn.Config{TokenFile: tokens}}})
+	s := testserver.Start(t, testserver.Options{Security: &assemble.Security{Authn: assemble.Authn{TokenFile: tokens}}})
 	client := &http.Client{Timeout: 10 * time.Second}
 	type icebergError struct {
 		Error struct {

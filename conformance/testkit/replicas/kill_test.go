@@ -16,7 +16,6 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 
-	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/server"
 	"github.com/floe-catalog/floe/server/assemble"
@@ -40,7 +39,7 @@ func serveChild() int {
 		HTTP:     server.Settings{Addr: "127.0.0.1:0"},
 		DataDir:  filepath.Join(filepath.Dir(addrFile), "data"),
 		Store:    dsn,
-		Security: assemble.Security{Authn: authn.Config{Dev: true}},
+		Security: assemble.Security{Authn: assemble.Authn{Dev: true}},
 		Iceberg:  assemble.Iceberg{Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: wh}}},
 	}
 	ctx := context.Background()

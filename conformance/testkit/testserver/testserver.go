@@ -15,7 +15,6 @@ import (
 	"github.com/floe-catalog/floe/catalog"
 	"github.com/floe-catalog/floe/housekeeping/maintenance"
 	"github.com/floe-catalog/floe/merge/mergequeue"
-	"github.com/floe-catalog/floe/policy/authn"
 	"github.com/floe-catalog/floe/rest/floeapi"
 	"github.com/floe-catalog/floe/rest/icebergrest"
 	"github.com/floe-catalog/floe/rest/nessie"
@@ -106,7 +105,7 @@ func Start(t testing.TB, opts Options) *Server {
 	cfg := assemble.Config{
 		HTTP:     server.Settings{Addr: "127.0.0.1:0"},
 		DataDir:  filepath.Join(dir, "data"),
-		Security: assemble.Security{Authn: authn.Config{Dev: true}},
+		Security: assemble.Security{Authn: assemble.Authn{Dev: true}},
 		Iceberg:  assemble.Iceberg{Warehouses: []icebergrest.Warehouse{{Name: "lake", Location: s.Warehouse}}},
 	}
 	deps := assemble.Deps{Routes: opts.Routes, StoreFS: opts.StoreFS}
