@@ -55,14 +55,14 @@ done
 echo "s3 conformance: moto listening on 127.0.0.1:$port"
 
 cd "$root"
-FLOE_TEST_S3_ENDPOINT="http://127.0.0.1:$port" "$go" test -count=1 -v -run 'S3' ./housekeeping/gc/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)'
+FLOE_TEST_S3_ENDPOINT="http://127.0.0.1:$port" "$go" test -count=1 -v -run 'S3' ./housekeeping/gc/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|^ +--- FAIL|_test\.go:[0-9]+:'
 
 # Remote signing (rest/icebergrest/sign_s3_test.go) needs a server that
 # checks signatures: moto.sh starts one (shared with the Spark suite).
 # shellcheck source=moto.sh
 source "$here/moto.sh"
 floe_moto_signing "s3 conformance" "$venv/bin/python" "$tmp"
-"$go" test -count=1 -v -run 'S3RemoteSigning' ./rest/icebergrest/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)'
+"$go" test -count=1 -v -run 'S3RemoteSigning' ./rest/icebergrest/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|^ +--- FAIL|_test\.go:[0-9]+:'
 
 # Vended credentials (rest/icebergrest/credentials_s3_test.go; iceberg-go
 # through them, conformance/icebergo/vended_s3_test.go) need a
@@ -78,7 +78,7 @@ floe_moto_signing "s3 conformance" "$venv/bin/python" "$tmp"
 source "$here/minio.sh"
 floe_minio_install "s3 conformance"
 floe_minio_start "s3 conformance" "$tmp"
-"$go" test -count=1 -timeout 30m -v -run 'S3VendedCredentials|VendAgainstMinIO' ./rest/icebergrest/ ./conformance/icebergo/ ./iceberg/s3vend/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)'
+"$go" test -count=1 -timeout 30m -v -run 'S3VendedCredentials|VendAgainstMinIO' ./rest/icebergrest/ ./conformance/icebergo/ ./iceberg/s3vend/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|^ +--- FAIL|_test\.go:[0-9]+:'
 
 # PyIceberg through the same signer (test_pyiceberg_signing.py) and
 # through vended credentials on MinIO (test_pyiceberg_vended.py): its own venv (see
