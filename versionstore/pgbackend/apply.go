@@ -35,10 +35,11 @@ const commitTimeout = 30 * time.Second
 // its expected value, and one wrapping a *backend.RecordConflictError if a
 // record check fails. Serialization failures and deadlocks are retried.
 //
-// Row locks are taken in one order by every batch (objects by id, refs by
-// name, checked records by key, then record writes, then the log counter
-// row), which keeps batches from deadlocking one another in the common
-// cases; the rare remaining cycle is broken by the database and retried.
+// Row locks are taken in one order by every batch, and by LockRef's
+// transactions (refs by name, objects by id, checked records by key, then
+// record writes, then the log counter row), which keeps batches from
+// deadlocking one another in the common cases; the rare remaining cycle is
+// broken by the database and retried.
 func (b *Backend) Apply(ctx context.Context, batch backend.Batch) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("pgbackend: apply: %w", err)
@@ -176,15 +177,14 @@ func (p *planned) statements() []stmt {
 	add := func(conflict func() error, sql string, args ...any) {
 		out = append(out, stmt{sql: sql, args: args, conflict: conflict})
 	}
-	// Objects first: inserting them takes the longest, and no other batch
-	// waits for an object row unless it writes the same one, while every
-	// batch of a branch waits for its ref row. Taking the ref's row lock
-	// after them keeps it held only for the compare-and-swap, the log
-	// append and COMMIT.
-	if len(p.objectIDs) > 0 {
-		add(nil, `INSERT INTO floe_objects (id, data) SELECT * FROM unnest($1::bytea[], $2::bytea[])
-			ON CONFLICT (id) DO NOTHING`, p.objectIDs, p.objectData)
-	}
+	// Refs first, because a LockedRef's transaction holds its ref's row
+	// before it knows its batch: taking objects first here would let a
+	// batch hold an uncommitted object (replicas building on one head
+	// write identical objects) while it waits for the ref row whose holder
+	// inserts that same object, a cycle PostgreSQL breaks by aborting one
+	// of them. The ref row is then held through the object insert as well
+	// as the compare-and-swap, the log append and COMMIT; the COMMIT's WAL
+	// flush is most of that time.
 	for _, u := range p.refs {
 		name := []byte(u.Name)
 		exists := func() error {
@@ -209,6 +209,10 @@ func (p *planned) statements() []stmt {
 			add(differs, `WITH d AS (DELETE FROM floe_refs WHERE name = $1 AND value = $2 RETURNING 1)
 				SELECT 1/count(*) FROM d`, name, u.Expected)
 		}
+	}
+	if len(p.objectIDs) > 0 {
+		add(nil, `INSERT INTO floe_objects (id, data) SELECT * FROM unnest($1::bytea[], $2::bytea[])
+			ON CONFLICT (id) DO NOTHING`, p.objectIDs, p.objectData)
 	}
 	for _, c := range p.checks {
 		key := []byte(c.Key)

@@ -22,14 +22,37 @@ var _ backend.RefLocker = (*Backend)(nil)
 // the order it was asked for, so a replica waiting for its turn gets it
 // instead of losing again to a busier one. A missing reference is not
 // locked.
+//
+// Waiting for the row can end in a deadlock the database breaks by
+// aborting this transaction (a cycle through other waiters' locks); it
+// held nothing yet, so the lock is asked for again, as Apply retries.
 func (b *Backend) LockRef(ctx context.Context, name string) (backend.LockedRef, error) {
 	if err := b.enter("lock ref"); err != nil {
 		return nil, err
 	}
+	for attempt := 1; ; attempt++ {
+		l, err := b.lockOnce(ctx, name)
+		if err == nil {
+			return l, nil // l leaves the backend when applied or released
+		}
+		if !retryable(err) || attempt == maxAttempts {
+			b.leave()
+			return nil, fmt.Errorf("pgbackend: lock ref %q: %w", name, unavailable(err))
+		}
+		b.logger.Debug("ref lock retried", "ref", name, "attempt", attempt, "err", err)
+		if perr := pause(ctx, attempt); perr != nil {
+			b.leave()
+			return nil, fmt.Errorf("pgbackend: lock ref %q: %w", name, errors.Join(err, perr))
+		}
+	}
+}
+
+// lockOnce is one attempt of LockRef; on error the connection is back in
+// the pool and no transaction is open.
+func (b *Backend) lockOnce(ctx context.Context, name string) (*lockedRef, error) {
 	conn, err := b.pool.Acquire(ctx)
 	if err != nil {
-		b.leave()
-		return nil, fmt.Errorf("pgbackend: lock ref %q: %w", name, unavailable(err))
+		return nil, err
 	}
 	var q pgx.Batch
 	q.Queue("BEGIN")
@@ -56,11 +79,9 @@ func (b *Backend) LockRef(ctx context.Context, name string) (backend.LockedRef, 
 			recent, err = logRecords(rows)
 		}
 	}
-	err = errors.Join(err, br.Close())
-	if err != nil {
+	if err = errors.Join(err, br.Close()); err != nil {
 		end(conn)
-		b.leave()
-		return nil, fmt.Errorf("pgbackend: lock ref %q: %w", name, unavailable(err))
+		return nil, err
 	}
 	return &lockedRef{b: b, conn: conn, value: v, hint: hint, recent: recent}, nil
 }

@@ -2,8 +2,11 @@ package pgbackend_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -144,5 +147,80 @@ func TestMigrateFromFirstSchema(t *testing.T) {
 	defer held.Release()
 	if string(held.Hint()) != "h2" {
 		t.Fatalf("hint %q, want h2", held.Hint())
+	}
+}
+
+// TestWaitingBatchHoldsNoObject: a batch waiting for a held ref's row has
+// not inserted its objects yet. Replicas building on one head write
+// identical objects; a waiter holding one while the holder inserts it
+// closed a cycle the database broke by aborting a transaction (a commit
+// failed with "deadlock detected" in TestReplicasNoLostUpdateUnderContention).
+// The probe inserts the waiter's object with a lock timeout: it may not
+// wait for the waiter.
+func TestWaitingBatchHoldsNoObject(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := pgtest.Need(t, cluster)
+	dsn, err := c.Schema(ctx, pgtest.SchemaName(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder, err := pgbackend.Open(ctx, dsn, pgbackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The waiter's sessions are found by their application name.
+	app := "waiter-" + pgtest.SchemaName(t.TempDir())
+	waiter, err := pgbackend.Open(ctx, dsn+"&application_name="+app, pgbackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Close(); waiter.Close() })
+	if err := holder.Apply(ctx, backend.Batch{Refs: []backend.RefUpdate{{Name: "main", New: []byte("m1")}}}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := holder.LockRef(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	shared := backend.Object{ID: backend.ObjectID{1, 2, 3}, Data: []byte("built on m1 by both")}
+	waited := make(chan error, 1)
+	go func() {
+		waited <- waiter.Apply(ctx, backend.Batch{Objects: []backend.Object{shared},
+			Refs: []backend.RefUpdate{{Name: "main", Expected: []byte("m1"), New: []byte("theirs")}}})
+	}()
+
+	probe, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close(context.WithoutCancel(ctx))
+	for {
+		var n int
+		if err := probe.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		select {
+		case err := <-waited:
+			t.Fatalf("the waiting batch ended while the ref was held: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if _, err := probe.Exec(ctx, `SET lock_timeout = '10s'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := probe.Exec(ctx, `INSERT INTO floe_objects (id, data) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, shared.ID[:], shared.Data); err != nil {
+		t.Fatalf("inserting the object the waiting batch writes: %v (the waiter holds it while it waits for the ref)", err)
+	}
+	if err := held.Apply(ctx, backend.Batch{Objects: []backend.Object{shared},
+		Refs: []backend.RefUpdate{{Name: "main", Expected: []byte("m1"), New: []byte("m2")}}}); err != nil {
+		t.Fatalf("the holder's write: %v", err)
+	}
+	if err := <-waited; !errors.Is(err, backend.ErrRefConflict) {
+		t.Fatalf("the waiting batch: got %v, want ErrRefConflict", err)
 	}
 }
