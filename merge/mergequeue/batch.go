@@ -67,9 +67,15 @@ func (q *Queue) runBatch(ctx context.Context, target string, ids []string) error
 		// one by one as each member's merge writes them.
 		var files mergeengine.DeferredSync
 		members, err := q.build(ctx, &checks, &files, target, cand, head, ids, vals)
+		// The candidate's files are synced while the last members'
+		// checks run (a failed check makes that sync needless, not
+		// wrong); the landing below waits for both.
+		synced := make(chan error, 1)
+		go func() { synced <- files.Sync(ctx) }()
 		// Every member's checks run while the members after it are
 		// merged; their results are read only once all have ended.
 		checks.Wait()
+		syncErr := <-synced
 		if err != nil {
 			q.dropCandidate(ctx, cand)
 			q.requeue(context.WithoutCancel(ctx), ids, "the candidate could not be built ("+err.Error()+"); queued again")
@@ -110,7 +116,7 @@ func (q *Queue) runBatch(ctx context.Context, target string, ids []string) error
 		}
 		// Nothing durable names the candidate's files until the target
 		// moves to it: they are made durable first.
-		if err := files.Sync(ctx); err != nil {
+		if err := syncErr; err != nil {
 			q.dropCandidate(ctx, cand)
 			q.requeue(context.WithoutCancel(ctx), ids, "the candidate's files could not be synced ("+err.Error()+"); queued again")
 			return fmt.Errorf("sync the files of candidate %s: %w", cand, err)
@@ -119,7 +125,10 @@ func (q *Queue) runBatch(ctx context.Context, target string, ids []string) error
 		q.dropCandidate(ctx, cand)
 		switch {
 		case err == nil:
-			q.hygiene(ctx, target, members)
+			// The next batch need not wait for the sources' branch
+			// changes: Process (and the worker, before it sleeps or
+			// stops) waits for them.
+			q.worker(target).tidying.start(func() { q.hygiene(ctx, target, members) })
 			return nil
 		case errors.Is(err, versionstore.ErrReferenceConflict):
 			q.checkBypass(ctx, target)

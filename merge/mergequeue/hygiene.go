@@ -41,11 +41,12 @@ func (q *Queue) dropCandidate(ctx context.Context, cand string) {
 
 // hygiene applies the source rules to landed requests: drop the source
 // branch (if it still points at what was merged), tag the landed commit.
-// It runs after the landing, so a crash in between leaves a branch to
-// drop by hand (or by its retention); the request is merged either way.
-// The members' reference changes run concurrently (each its own
+// It runs after the landing, in the background while the worker builds
+// the next batch (worker.tidying), so a crash in between leaves a branch
+// to drop by hand (or by its retention); the request is merged either
+// way. The members' reference changes run concurrently (each its own
 // reference, so the store commits them together) and their notes land in
-// one write: the next batch waits for neither one write per member.
+// one write.
 //
 // Invariant: hygiene never changes a request's state; it only appends to
 // its Hygiene notes, and a failure is a note, never a failed request.

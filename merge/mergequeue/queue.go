@@ -113,9 +113,11 @@ type Queue struct {
 	faultRetries int
 	faultBackoff time.Duration
 
-	// mu guards reqs and seq. Every write of a request's record
-	// happens under it, with a compare-and-swap on the bytes reqs holds,
-	// so memory and store agree.
+	// mu guards reqs and seq. Every write of an existing request's
+	// record happens under it, with a compare-and-swap on the bytes reqs
+	// holds, so memory and store agree. A new request's record is created
+	// outside it (Submit) and enters reqs only if a refresh did not put
+	// it there first.
 	mu   sync.RWMutex
 	reqs map[string]*entry
 	seq  uint64
@@ -458,28 +460,41 @@ func (q *Queue) Submit(ctx context.Context, s SubmitRequest) (*Request, bool, er
 		}
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if e, ok := q.reqs[id]; ok {
 		r, err := resubmitted(e.req, s)
+		q.mu.Unlock()
 		return r, false, err
 	}
 	q.seq++
+	seq := q.seq
+	q.mu.Unlock()
 	r := &Request{
-		ID: id, Seq: q.seq, Target: s.Target, Source: s.Source, SourceRef: srcRef, SourceHash: src.Hash.String(),
+		ID: id, Seq: seq, Target: s.Target, Source: s.Source, SourceRef: srcRef, SourceHash: src.Hash.String(),
 		Tables: slices.Clone(s.Tables), Priority: s.Priority, RequiredChecks: checks, IdempotencyKey: s.IdempotencyKey,
 		Message: s.Message, Principal: s.Principal, Class: class, EnqueuedAt: q.clock(),
 	}
 	if err := q.transition(r, StateQueued, "", "enqueued", s.Principal, ""); err != nil {
 		return nil, false, err
 	}
+	// The new record is created outside q.mu: it is a create (the record
+	// must not exist), which no other write of this request can race, so
+	// pipelines submitting at once share the store's group commit instead
+	// of queueing behind one another's fsync, and the worker's reads of
+	// the queue do not wait for them either.
 	raw := encodeRequest(r)
 	err = q.writeRecords(ctx, []versionstore.Record{{Key: recordKey(id), Value: raw, If: &versionstore.RecordCondition{Exists: false}}}, []*Request{nil}, []*Request{r})
-	if errors.Is(err, versionstore.ErrRecordConflict) && q.leases != nil {
-		// The same idempotency key submitted to another replica first.
+	if errors.Is(err, versionstore.ErrRecordConflict) {
+		// The same idempotency key, submitted at the same time here or to
+		// another replica, was written first: answer with that request.
 		if rec, gerr := q.store.GetRecord(ctx, recordKey(id)); gerr == nil {
 			if first, derr := decodeRequest(rec.Value); derr == nil {
-				q.seq--
-				q.reqs[id] = &entry{req: first, raw: rec.Value}
+				q.mu.Lock()
+				if _, ok := q.reqs[id]; !ok {
+					q.reqs[id] = &entry{req: first, raw: rec.Value}
+					q.seq = max(q.seq, first.Seq)
+					q.updateDepth()
+				}
+				q.mu.Unlock()
 				r, err := resubmitted(first, s)
 				return r, false, err
 			}
@@ -488,8 +503,14 @@ func (q *Queue) Submit(ctx context.Context, s SubmitRequest) (*Request, bool, er
 	if err != nil {
 		return nil, false, fmt.Errorf("store merge request %s: %w", id, err)
 	}
-	q.reqs[id] = &entry{req: r, raw: raw}
-	q.updateDepth()
+	q.mu.Lock()
+	// A refresh (leases) may have read the record meanwhile, and the
+	// worker taken it since: what memory holds then is as new or newer.
+	if _, ok := q.reqs[id]; !ok {
+		q.reqs[id] = &entry{req: r, raw: raw}
+		q.updateDepth()
+	}
+	q.mu.Unlock()
 	q.notify(s.Target)
 	return cloneRequest(r), true, nil
 }

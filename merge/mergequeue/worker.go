@@ -37,6 +37,9 @@ type worker struct {
 	mu sync.Mutex
 	// wake, buffered, wakes the worker's loop (serve) if it sleeps.
 	wake chan struct{}
+	// tidying runs the landed batches' hygiene (hygiene.go), one after
+	// another, while the next batch is built.
+	tidying chain
 
 	// state guards the fields below.
 	state sync.Mutex
@@ -48,6 +51,39 @@ type worker struct {
 	seen  bool
 	// bypassed counts bypass commits since start, for the report.
 	bypassed int
+}
+
+// chain runs functions in the background one after another, in the order
+// they were started; wait returns once every function started before it
+// has returned. Unlike a WaitGroup it may be started and waited on from
+// any goroutines at once.
+type chain struct {
+	mu   sync.Mutex
+	last chan struct{} // closed when the last started function returned
+}
+
+func (c *chain) start(fn func()) {
+	done := make(chan struct{})
+	c.mu.Lock()
+	prev := c.last
+	c.last = done
+	c.mu.Unlock()
+	go func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		fn()
+	}()
+}
+
+func (c *chain) wait() {
+	c.mu.Lock()
+	last := c.last
+	c.mu.Unlock()
+	if last != nil {
+		<-last
+	}
 }
 
 // worker returns target's worker, made on first use.
@@ -243,14 +279,16 @@ var errNotHolder = errors.New("this replica does not hold the target's merge-que
 func (q *Queue) serve(ctx context.Context, w *worker) {
 	t := time.NewTicker(q.poll)
 	defer t.Stop()
+	defer w.tidying.wait()
 	for ctx.Err() == nil {
-		progressed, err := q.Process(ctx, w.target)
+		progressed, err := q.process(ctx, w)
 		if err != nil && ctx.Err() == nil {
 			q.logger.ErrorContext(ctx, "merge queue: processing failed; retrying", "target", w.target, "err", err)
 		}
 		if progressed && err == nil {
 			continue
 		}
+		w.tidying.wait()
 		select {
 		case <-ctx.Done():
 		case <-w.wake:
@@ -261,10 +299,18 @@ func (q *Queue) serve(ctx context.Context, w *worker) {
 
 // Process runs one batch of target's queue to its end: it takes the next
 // requests, builds and validates their candidate, and lands it or fails
-// them. It reports whether there was anything to do. Tests call it
-// directly; Run calls it from each target's worker.
+// them, and applies the landed requests' source rules (hygiene). It
+// reports whether there was anything to do. Tests call it directly; Run's
+// workers call process, whose hygiene overlaps their next batch.
 func (q *Queue) Process(ctx context.Context, target string) (bool, error) {
 	w := q.worker(target)
+	defer w.tidying.wait()
+	return q.process(ctx, w)
+}
+
+// process is Process without waiting for the batch's hygiene.
+func (q *Queue) process(ctx context.Context, w *worker) (bool, error) {
+	target := w.target
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if q.leases != nil {
