@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/floe-catalog/floe/internal/backoff"
@@ -448,6 +449,19 @@ type preparedRound struct {
 	apply func(context.Context, backend.Batch) error
 }
 
+// isScratch reports whether writes to ref need not be durable when they
+// are acknowledged (Options.ScratchRefPrefixes). A round that writes or
+// checks records is durable all the same: its callers act on the records
+// (the queue's request states), which must survive once acknowledged.
+func (s *Store) isScratch(ref string) bool {
+	for _, p := range s.scratch {
+		if strings.HasPrefix(ref, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // sameValue compares ref values, nil (absent) apart from empty.
 func sameValue(a, b []byte) bool {
 	return (a == nil) == (b == nil) && bytes.Equal(a, b)
@@ -456,7 +470,8 @@ func sameValue(a, b []byte) bool {
 func (p *preparedRound) changed() bool { return len(p.log) > 0 }
 
 func (p *preparedRound) batch() backend.Batch {
-	b := backend.Batch{Objects: append(p.ov.objects(), p.objects...), Refs: []backend.RefUpdate{{Name: p.name}}, Records: p.records, RecordChecks: p.checks}
+	b := backend.Batch{Objects: append(p.ov.objects(), p.objects...), Refs: []backend.RefUpdate{{Name: p.name}}, Records: p.records, RecordChecks: p.checks,
+		Deferred: p.s.isScratch(p.name) && len(p.records) == 0 && len(p.checks) == 0}
 	if p.base != nil {
 		b.Refs[0].Expected = p.base.raw
 	}

@@ -29,6 +29,12 @@
 // (records.go) ride in the same batch as the commit that carries them and
 // may be written by compare-and-swap.
 //
+// A write is acknowledged once durable, except on a scratch ref
+// (Options.ScratchRefPrefixes: the merge queue's candidate branches),
+// whose rounds are deferred (backend.Batch.Deferred): durable with the
+// next durable write, which is how a target moved to a candidate's commit
+// holds everything the candidate's commits wrote.
+//
 // On a backend other replicas write too (backend.Shared), a branch they
 // contend for is written in turns on its row lock, each turn one round of
 // every commit waiting (committer.go, lockedRound), started from what the

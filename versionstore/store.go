@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,14 @@ type Options struct {
 	// applies it in memory, the durable (fsynced) batch. nil records
 	// nothing.
 	TracerProvider trace.TracerProvider
+	// ScratchRefPrefixes name references whose writes are acknowledged
+	// before they are durable (backend.Batch.Deferred): a crash may lose
+	// such a write, but never once a later durable write has returned, so
+	// a durable ref moved to a scratch ref's commit holds everything that
+	// commit names. The merge queue's candidate branches are scratch: the
+	// queue builds each member's merge on them, a crash drops them anyway,
+	// and the landing that names their commits is durable.
+	ScratchRefPrefixes []string
 }
 
 // Store is the version store. All methods are safe for concurrent use.
@@ -46,6 +55,7 @@ type Store struct {
 	refs     *refMirror
 	maxGroup int
 	tracer   trace.Tracer // see tracing.go
+	scratch  []string     // Options.ScratchRefPrefixes
 	// shared is set when other processes write the backend too
 	// (backend.Shared): refs is then only the committers' working copy,
 	// and every read of a reference goes to the backend; see sharedRefs.
@@ -110,6 +120,7 @@ func Open(ctx context.Context, be backend.Backend, opts Options) (*Store, error)
 		cache:    newObjectCache(opts.CacheBytes),
 		trees:    newTreeRegistry(),
 		maxGroup: opts.MaxGroup,
+		scratch:  slices.Clone(opts.ScratchRefPrefixes),
 		queues:   map[string]*refQueue{},
 		tracer:   tracerOf(opts.TracerProvider),
 	}

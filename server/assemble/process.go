@@ -410,7 +410,7 @@ func (p *Process) openStore(ctx context.Context, dir string, cacheBytes int64, f
 	if err := registerStoreFaults(reg, be); err != nil {
 		return errors.Join(fmt.Errorf("registering the store's fault metrics: %w", err), be.Close())
 	}
-	store, err := versionstore.Open(ctx, be, versionstore.Options{Logger: p.logger, CacheBytes: cacheBytes, TracerProvider: p.tracer})
+	store, err := versionstore.Open(ctx, be, storeOptions(p, cacheBytes))
 	if err != nil {
 		return errors.Join(fmt.Errorf("opening version store in %s: %w", dir, err), be.Close())
 	}

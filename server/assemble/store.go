@@ -1,15 +1,15 @@
 package assemble
 
 import (
-	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"context"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/floe-catalog/floe/merge/mergequeue"
 	"github.com/floe-catalog/floe/versionstore"
 	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 	"github.com/floe-catalog/floe/versionstore/pgbackend"
@@ -72,6 +72,16 @@ func StoreCacheBytes(cfg Config) int64 {
 	return DefaultPebbleStoreCacheBytes
 }
 
+// storeOptions are the version store's options on either backend. The
+// merge queue's candidate branches are scratch refs: the queue merges each
+// member onto its candidate, which nothing durable names before the
+// landing (a durable write) and which a crash drops anyway, so those
+// merges are not each flushed to disk.
+func storeOptions(p *Process, cacheBytes int64) versionstore.Options {
+	return versionstore.Options{Logger: p.logger, CacheBytes: cacheBytes, TracerProvider: p.tracer,
+		ScratchRefPrefixes: []string{mergequeue.CandidatePrefix}}
+}
+
 // openStoreOf opens the version store cfg.Store selects; an embedded
 // one on fs (nil: the real disk).
 func (p *Process) openStoreOf(ctx context.Context, cfg Config, fs vfs.FS, reg prometheus.Registerer) error {
@@ -86,7 +96,7 @@ func (p *Process) openStoreOf(ctx context.Context, cfg Config, fs vfs.FS, reg pr
 	if err != nil {
 		return fmt.Errorf("opening the PostgreSQL store backend: %w", err)
 	}
-	store, err := versionstore.Open(ctx, be, versionstore.Options{Logger: p.logger, CacheBytes: StoreCacheBytes(cfg), TracerProvider: p.tracer})
+	store, err := versionstore.Open(ctx, be, storeOptions(p, StoreCacheBytes(cfg)))
 	if err != nil {
 		return errors.Join(fmt.Errorf("opening version store on PostgreSQL: %w", err), be.Close())
 	}

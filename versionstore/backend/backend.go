@@ -134,6 +134,15 @@ type Batch struct {
 	Records []Record
 	// DeleteRecords removes records; a missing key is not an error.
 	DeleteRecords []string
+	// Deferred lets Apply return before the batch is durable: a crash may
+	// lose it, whole, but never once a batch that is not deferred, applied
+	// after it, has returned (that batch's flush makes every batch before
+	// it durable, as a write-ahead log does). Its log records are not shown
+	// by ReadLog or ScanLog before they are durable. A backend may make it
+	// durable anyway (pgbackend does). It is for writes nothing durable
+	// names until a later, durable batch does, such as the merge queue's
+	// candidate branches (versionstore.Options.ScratchRefPrefixes).
+	Deferred bool
 }
 
 // Backend is durable storage for the version store. All methods are safe for

@@ -63,9 +63,14 @@ func (b *Backend) Apply(ctx context.Context, batch backend.Batch) error {
 	if pb.Empty() && len(batch.Log) == 0 {
 		return nil // nothing to change, e.g. only "must not exist" checks
 	}
-	lastSeq, err := b.commit(pb, batch.Log)
+	lastSeq, err := b.commit(pb, batch.Log, !batch.Deferred)
 	if err != nil {
 		return err
+	}
+	if batch.Deferred {
+		// Its log records become readable with the next synced batch,
+		// whose flush makes them durable too.
+		lastSeq = 0
 	}
 	b.publish(batch.Refs, lastSeq)
 	return nil
@@ -223,8 +228,11 @@ func (b *Backend) build(batch backend.Batch) (*pebble.Batch, error) {
 	return pb, nil
 }
 
-// commit appends the log records to pb, commits it, and waits until it is
-// durable. It returns the seq of the last log record (0 if there are none).
+// commit appends the log records to pb, commits it, and, if sync is set
+// (and the backend syncs at all), waits until it is durable. It returns the
+// seq of the last log record (0 if there are none). A batch committed
+// without sync is in the WAL before every batch committed after it, so
+// their fsync covers it.
 //
 // Seqs must rise in the order records become visible and durable: ReadLog
 // pages backwards by seq, so a reader must never see seq n+1 and only later
@@ -243,7 +251,7 @@ func (b *Backend) build(batch backend.Batch) (*pebble.Batch, error) {
 // ApplyNoSyncWait is marked experimental in Pebble; it is pinned at v2.1.7
 // and its contract (visible on return, SyncWait before Close) is what this
 // relies on.
-func (b *Backend) commit(pb *pebble.Batch, log [][]byte) (uint64, error) {
+func (b *Backend) commit(pb *pebble.Batch, log [][]byte, sync bool) (uint64, error) {
 	b.seqMu.Lock()
 	first := b.nextSeq
 	for i, v := range log {
@@ -260,7 +268,8 @@ func (b *Backend) commit(pb *pebble.Batch, log [][]byte) (uint64, error) {
 		b.fail(err)
 		return 0, fmt.Errorf("pebblebackend: apply: %w: %w", backend.ErrUnavailable, err)
 	}
-	err := b.enterPebble(pb)
+	sync = sync && b.sync
+	err := b.enterPebble(pb, sync)
 	if err == nil {
 		// Errors returned here precede the WAL write (Pebble treats any
 		// later failure as fatal), so on error the seqs were never used.
@@ -271,7 +280,7 @@ func (b *Backend) commit(pb *pebble.Batch, log [][]byte) (uint64, error) {
 		return 0, fmt.Errorf("pebblebackend: apply: commit: %w", err)
 	}
 
-	if b.sync {
+	if sync {
 		if err := pb.SyncWait(); err != nil {
 			// The batch is visible in Pebble but may not be durable, and the
 			// mirror was not updated: refuse further writes until the
@@ -292,7 +301,7 @@ func (b *Backend) commit(pb *pebble.Batch, log [][]byte) (uint64, error) {
 // writer error met by this commit) leaves the pipeline's lock held for
 // good: the batch is reported as not written (Pebble panics before it
 // reaches the WAL) and the backend as wedged, to be restarted.
-func (b *Backend) enterPebble(pb *pebble.Batch) (err error) {
+func (b *Backend) enterPebble(pb *pebble.Batch, sync bool) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: Pebble failed inside a commit: %v", backend.ErrUnavailable, r)
@@ -300,7 +309,7 @@ func (b *Backend) enterPebble(pb *pebble.Batch) (err error) {
 			b.logger.Error("the store cannot take writes until floe is restarted", "cause", err.Error())
 		}
 	}()
-	if b.sync {
+	if sync {
 		return b.db.ApplyNoSyncWait(pb, pebble.Sync)
 	}
 	return b.db.Apply(pb, pebble.NoSync)

@@ -206,15 +206,21 @@ func TestApplyHonoursContextWhileWaiting(t *testing.T) {
 // checks, on each image, that every write acknowledged before the crash
 // survived, that each batch survived whole or not at all, and that the
 // surviving log is a gap-free prefix (seq n+1 durable implies n durable).
+//
+// With deferred, every other batch of each writer is Deferred: it counts
+// as acknowledged only once the writer's next, synced batch returned, since
+// that batch's flush is what makes it durable.
 func TestCrash(t *testing.T) {
-	for _, unsynced := range []int{0, 50, 100} {
-		t.Run(fmt.Sprintf("unsynced=%d%%", unsynced), func(t *testing.T) {
-			testCrash(t, unsynced)
-		})
+	for _, deferred := range []bool{false, true} {
+		for _, unsynced := range []int{0, 50, 100} {
+			t.Run(fmt.Sprintf("unsynced=%d%%/deferred=%v", unsynced, deferred), func(t *testing.T) {
+				testCrash(t, unsynced, deferred)
+			})
+		}
 	}
 }
 
-func testCrash(t *testing.T, unsyncedPercent int) {
+func testCrash(t *testing.T, unsyncedPercent int, deferred bool) {
 	const writers, crashes = 16, 4
 	fs := vfs.NewCrashableMem()
 	b := mustOpen(t, "/db", Options{FS: fs})
@@ -231,16 +237,20 @@ func testCrash(t *testing.T, unsyncedPercent int) {
 			var prev []byte
 			for i := 0; !stop.Load(); i++ {
 				val := []byte(fmt.Sprintf("%s v%d", name, i))
+				deferThis := deferred && i%2 == 0
 				err := b.Apply(t.Context(), backend.Batch{
-					Objects: []backend.Object{{ID: [32]byte{byte(w), byte(i >> 8), byte(i)}, Data: val}},
-					Refs:    []backend.RefUpdate{{Name: name, Expected: prev, New: val}},
-					Log:     [][]byte{val},
+					Objects:  []backend.Object{{ID: [32]byte{byte(w), byte(i >> 8), byte(i)}, Data: val}},
+					Refs:     []backend.RefUpdate{{Name: name, Expected: prev, New: val}},
+					Log:      [][]byte{val},
+					Deferred: deferThis,
 				})
 				if err != nil {
 					t.Errorf("%s: apply %d: %v", name, i, err)
 					return
 				}
-				acked[w].Store(int64(i + 1))
+				if !deferThis {
+					acked[w].Store(int64(i + 1))
+				}
 				prev = val
 			}
 		})

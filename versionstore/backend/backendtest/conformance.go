@@ -49,6 +49,7 @@ func RunConformance(t *testing.T, open OpenFunc) {
 		{"ListRefsOrder", testListRefsOrder},
 		{"FailedBatchWritesNothing", testFailedBatchWritesNothing},
 		{"EmptyBatch", testEmptyBatch},
+		{"DeferredBatch", testDeferredBatch},
 		{"LogEmpty", testLogEmpty},
 		{"LogAppendOrder", testLogAppendOrder},
 		{"LogPaging", testLogPaging},
@@ -500,6 +501,27 @@ func testFailedBatchWritesNothing(t *testing.T, s *store) {
 			}
 		})
 	}
+}
+
+// testDeferredBatch: a deferred batch is applied as any other (its
+// compare-and-swap holds, a failed one writes nothing, its ref is read at
+// once); its log records show at the latest once a later synced batch
+// returned, in order; and a clean close and reopen keeps it.
+func testDeferredBatch(t *testing.T, s *store) {
+	x := object("deferred x")
+	apply(t, s.b, backend.Batch{Refs: []backend.RefUpdate{create("main", "m1")}, Log: [][]byte{[]byte("l1")}})
+	applyConflict(t, s.b, backend.Batch{Refs: []backend.RefUpdate{cas("scratch", "none", "s0")}, Log: [][]byte{[]byte("bad")}, Deferred: true})
+	apply(t, s.b, backend.Batch{Objects: []backend.Object{x}, Refs: []backend.RefUpdate{create("scratch", "s1")}, Log: [][]byte{[]byte("l2")}, Deferred: true})
+	wantRef(t, s.b, "scratch", "s1")
+	wantObject(t, s.b, x)
+	apply(t, s.b, backend.Batch{Refs: []backend.RefUpdate{cas("main", "m1", "m2")}, Log: [][]byte{[]byte("l3")}})
+	if got, want := logValues(t, s.b), []string{"l1", "l2", "l3"}; !slices.Equal(got, want) {
+		t.Fatalf("log after a synced batch: got %q, want %q", got, want)
+	}
+	s.close(t)
+	s.b = s.reopen(t)
+	wantRefs(t, s.b, ref("main", "m2"), ref("scratch", "s1"))
+	wantObject(t, s.b, x)
 }
 
 func testEmptyBatch(t *testing.T, s *store) {
