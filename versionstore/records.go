@@ -181,6 +181,20 @@ func (s *Store) GetRecord(ctx context.Context, key string) (*Record, error) {
 // r.If set, only if the record still holds what the caller expects
 // (otherwise an error wrapping ErrRecordConflict).
 func (s *Store) PutRecord(ctx context.Context, r Record) error {
+	return s.putRecord(ctx, r, false)
+}
+
+// PutCachedRecord is PutRecord for a record that only keeps what is also
+// kept elsewhere, or can be computed again: it returns before the record
+// is durable (backend.Batch.Deferred), so a crash may lose it until the
+// next durable write returns. The merge checks keep their results so
+// (mergecheck), whose verdicts the merge queue's request records carry
+// durably. Readers see it at once.
+func (s *Store) PutCachedRecord(ctx context.Context, r Record) error {
+	return s.putRecord(ctx, r, true)
+}
+
+func (s *Store) putRecord(ctx context.Context, r Record, deferred bool) error {
 	if err := s.beginWrite(); err != nil {
 		return err
 	}
@@ -189,7 +203,7 @@ func (s *Store) PutRecord(ctx context.Context, r Record) error {
 	if err != nil {
 		return err
 	}
-	b := backend.Batch{Records: []backend.Record{p.record}}
+	b := backend.Batch{Records: []backend.Record{p.record}, Deferred: deferred}
 	if p.check != nil {
 		b.RecordChecks = []backend.RecordCheck{*p.check}
 	}

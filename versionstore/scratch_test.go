@@ -110,3 +110,48 @@ func TestScratchRefs(t *testing.T) {
 		}
 	})
 }
+
+// TestCachedRecords: a cached record (PutCachedRecord) is read at once,
+// may be lost by a crash before any durable write, and survives one after
+// a durable write returned.
+func TestCachedRecords(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	fs := vfs.NewCrashableMem()
+	open := func(fs vfs.FS) *versionstore.Store {
+		t.Helper()
+		be, err := pebblebackend.Open("/db", pebblebackend.Options{FS: fs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := versionstore.Open(ctx, be, versionstore.Options{})
+		if err != nil {
+			t.Fatal(errors.Join(err, be.Close()))
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	s := open(fs)
+	if err := s.PutCachedRecord(ctx, versionstore.Record{Key: "cache/a", Value: []byte("a1")}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.GetRecord(ctx, "cache/a"); err != nil || string(r.Value) != "a1" {
+		t.Fatalf("cache/a = %v, %v; want a1 at once", r, err)
+	}
+	rng := rand.New(rand.NewPCG(3, 5))
+	before := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0, RNG: rng})
+	if err := s.PutRecord(ctx, versionstore.Record{Key: "durable/b", Value: []byte("b1")}); err != nil {
+		t.Fatal(err)
+	}
+	after := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0, RNG: rng})
+
+	if _, err := open(before).GetRecord(ctx, "cache/a"); !errors.Is(err, versionstore.ErrRecordNotFound) {
+		t.Fatalf("cache/a after a crash that lost every unsynced write: %v, want not found", err)
+	}
+	s = open(after)
+	for key, want := range map[string]string{"cache/a": "a1", "durable/b": "b1"} {
+		if r, err := s.GetRecord(ctx, key); err != nil || string(r.Value) != want {
+			t.Fatalf("%s after a crash that followed a durable write: %v, %v; want %s", key, r, err, want)
+		}
+	}
+}

@@ -92,9 +92,13 @@ func decodeResult(b []byte) (*Result, error) {
 }
 
 // RecordStore is what the result store needs of the version store.
+// Results are cached records (versionstore.Store.PutCachedRecord): a
+// validation does not wait for its result's fsync, since a lost result is
+// validated again, and the merge queue keeps each verdict in its request's
+// durable record.
 type RecordStore interface {
 	GetRecord(ctx context.Context, key string) (*versionstore.Record, error)
-	PutRecord(ctx context.Context, r versionstore.Record) error
+	PutCachedRecord(ctx context.Context, r versionstore.Record) error
 }
 
 // results keeps validation results in memory (the most recent ones) and
@@ -150,7 +154,7 @@ func (r *results) put(ctx context.Context, res *Result) error {
 	if r.ttl > 0 {
 		rec.Expires = res.ValidatedAt.Add(r.ttl)
 	}
-	if err := r.store.PutRecord(ctx, rec); err != nil {
+	if err := r.store.PutCachedRecord(ctx, rec); err != nil {
 		return fmt.Errorf("store the result of candidate %s: %w", res.Candidate.Commit, err)
 	}
 	return nil

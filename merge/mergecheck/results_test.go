@@ -23,7 +23,7 @@ func (s nopStore) GetRecord(_ context.Context, key string) (*versionstore.Record
 	return nil, versionstore.ErrRecordNotFound
 }
 
-func (s nopStore) PutRecord(_ context.Context, r versionstore.Record) error {
+func (s nopStore) PutCachedRecord(_ context.Context, r versionstore.Record) error {
 	s.records.Store(r.Key, r)
 	return nil
 }
@@ -69,7 +69,7 @@ func TestResultsNeverStandForAnotherCandidate(t *testing.T) {
 	}
 	// b's record copied under a's key.
 	rec.Key = ResultRecordPrefix + a.String()
-	_ = st.PutRecord(ctx, *rec)
+	_ = st.PutCachedRecord(ctx, *rec)
 	if _, err := r.get(ctx, a); !errors.Is(err, ErrNoResult) {
 		t.Fatalf("a record naming another candidate: %v", err)
 	}
