@@ -142,6 +142,15 @@ type Result struct {
 // The summary is the pick's, with totals recomputed against the new
 // parent and the source named (SummarySourceSnapshotID, ...).
 func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) {
+	wb := newWriteBehind(ctx, files)
+	res, err := cherryPick(ctx, files, req, wb)
+	if werr := wb.wait(); werr != nil && err == nil {
+		err = fmt.Errorf("cherry-pick: %w", werr)
+	}
+	return res, err
+}
+
+func cherryPick(ctx context.Context, files Files, req Request, wb *writeBehind) (*Result, error) {
 	head := req.Head
 	fv := head.Version()
 	if fv < 2 {
@@ -199,9 +208,7 @@ func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) 
 		if err := w.Close(); err != nil {
 			return fmt.Errorf("cherry-pick snapshot %d: list manifests: %w", srcID, err)
 		}
-		if err := files.WriteFile(ctx, listLoc, buf.Bytes()); err != nil {
-			return fmt.Errorf("cherry-pick snapshot %d: write manifest list: %w", srcID, err)
-		}
+		wb.write(listLoc, buf.Bytes(), fmt.Sprintf("cherry-pick snapshot %d: manifest list", srcID))
 		res.Written = append(res.Written, listLoc)
 
 		snap := table.Snapshot{
@@ -285,7 +292,7 @@ func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) 
 				summary.Properties[SummaryReplayed] = ReplayedFiles
 			}
 		} else {
-			relisted, written, err := pickManifests(ctx, files, head, p, id, onTarget, req.AppendOnly, !req.ReuseManifests)
+			relisted, written, err := pickManifests(ctx, files, wb, head, p, id, onTarget, req.AppendOnly, !req.ReuseManifests)
 			res.Written = append(res.Written, written...)
 			if err != nil {
 				return fail(err)
@@ -336,7 +343,7 @@ func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) 
 // carries EXISTING entries is replaced by a new manifest of its ADDED
 // entries, so the target's own manifests stay the only source of the
 // files it has, and none is listed twice. written are the new manifests.
-func pickManifests(ctx context.Context, files Files, head table.Metadata, p Pick, id int64, onTarget map[string]bool, appendOnly *int, copyManifests bool) (relisted []iceberg.ManifestFile, written []string, err error) {
+func pickManifests(ctx context.Context, files Files, wb *writeBehind, head table.Metadata, p Pick, id int64, onTarget map[string]bool, appendOnly *int, copyManifests bool) (relisted []iceberg.ManifestFile, written []string, err error) {
 	src := p.Snapshot
 	mine, err := readManifestList(ctx, files, src)
 	if err != nil {
@@ -442,10 +449,12 @@ func pickManifests(ctx context.Context, files Files, head table.Metadata, p Pick
 		case o.whole && !copyManifests:
 			relisted = append(relisted, relist(o.m, o.m.FilePath(), id))
 		case o.whole:
-			loc, err := copyManifest(ctx, files, head.Location(), o.m)
+			data, err := readManifestBytes(ctx, files, o.m)
 			if err != nil {
 				return relisted, written, fmt.Errorf("snapshot %d: %w", src.SnapshotID, err)
 			}
+			loc := newManifestLocation(head.Location())
+			wb.write(loc, data, fmt.Sprintf("snapshot %d: copy manifest %s", src.SnapshotID, o.m.FilePath()))
 			written = append(written, loc)
 			relisted = append(relisted, relist(o.m, loc, id))
 		case len(o.added) > 0:
@@ -484,18 +493,34 @@ func relist(m iceberg.ManifestFile, path string, id int64) iceberg.ManifestFile 
 // copyManifest writes the bytes of manifest m to a new path in the table's
 // metadata directory and returns it.
 func copyManifest(ctx context.Context, files Files, tableLoc string, m iceberg.ManifestFile) (string, error) {
-	data, err := files.ReadFile(ctx, m.FilePath())
+	data, err := readManifestBytes(ctx, files, m)
 	if err != nil {
-		return "", fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+		return "", err
 	}
-	if int64(len(data)) != m.Length() {
-		return "", fmt.Errorf("manifest %s has %d bytes, its list says %d", m.FilePath(), len(data), m.Length())
-	}
-	loc := fmt.Sprintf("%s/metadata/%s-m0.avro", strings.TrimRight(tableLoc, "/"), uuid.NewString())
+	loc := newManifestLocation(tableLoc)
 	if err := files.WriteFile(ctx, loc, data); err != nil {
 		return "", fmt.Errorf("copy manifest %s: %w", m.FilePath(), err)
 	}
 	return loc, nil
+}
+
+// readManifestBytes reads manifest m's file whole, checking its length
+// against the list's.
+func readManifestBytes(ctx context.Context, files Files, m iceberg.ManifestFile) ([]byte, error) {
+	data, err := files.ReadFile(ctx, m.FilePath())
+	if err != nil {
+		return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+	}
+	if int64(len(data)) != m.Length() {
+		return nil, fmt.Errorf("manifest %s has %d bytes, its list says %d", m.FilePath(), len(data), m.Length())
+	}
+	return data, nil
+}
+
+// newManifestLocation is a new manifest's path in the table's metadata
+// directory.
+func newManifestLocation(tableLoc string) string {
+	return fmt.Sprintf("%s/metadata/%s-m0.avro", strings.TrimRight(tableLoc, "/"), uuid.NewString())
 }
 
 func readManifestList(ctx context.Context, files Files, s table.Snapshot) ([]iceberg.ManifestFile, error) {
