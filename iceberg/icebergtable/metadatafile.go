@@ -189,10 +189,22 @@ func (w *Warehouse) WriteTableMetadata(ctx context.Context, loc string, meta tab
 // base (nil: none): snapshots base's file holds unchanged are copied from
 // its bytes instead of encoded again (see encodeTableMetadata). The file
 // is byte for byte the same either way.
-func (w *Warehouse) WriteTableMetadataFrom(ctx context.Context, loc string, meta table.Metadata, base *MetadataFile) (_ *MetadataFile, err error) {
-	ctx, span := w.startFileSpan(ctx, "write metadata file", loc)
-	var raw []byte
-	defer func() { endFileSpan(span, len(raw), false, err) }()
+func (w *Warehouse) WriteTableMetadataFrom(ctx context.Context, loc string, meta table.Metadata, base *MetadataFile) (*MetadataFile, error) {
+	f, err := w.EncodeTableMetadataFrom(loc, meta, base)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.WriteMetadataFile(ctx, f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// EncodeTableMetadataFrom is the first half of WriteTableMetadataFrom: the
+// metadata file for loc, encoded but not written. WriteMetadataFile writes
+// it; until then nothing may read or name loc. The merge engine writes it
+// beside the cherry-pick's files (tablemerge.WriteBehind).
+func (w *Warehouse) EncodeTableMetadataFrom(loc string, meta table.Metadata, base *MetadataFile) (*MetadataFile, error) {
 	var prev *encodedFile
 	if base != nil {
 		prev = base.encoded
@@ -201,16 +213,23 @@ func (w *Warehouse) WriteTableMetadataFrom(ctx context.Context, loc string, meta
 	if err != nil {
 		return nil, fmt.Errorf("encode metadata for %s: %w", loc, err)
 	}
-	if err := w.WriteFile(ctx, loc, raw); err != nil {
-		return nil, err
-	}
 	// meta is kept as is, not re-parsed from raw (parsing was a third of a
 	// commit's CPU): it is the value raw encodes, and a reader parsing raw
 	// gets an equal Metadata (checked by TestWrittenMetadataEqualsParsed).
 	// raw is json.Marshal output, hence already what JSON holds.
-	f := &MetadataFile{Location: loc, Raw: raw, JSON: raw, Metadata: meta, encoded: encoded}
+	return &MetadataFile{Location: loc, Raw: raw, JSON: raw, Metadata: meta, encoded: encoded}, nil
+}
+
+// WriteMetadataFile writes f, which EncodeTableMetadataFrom made, to its
+// location and keeps it in the cache.
+func (w *Warehouse) WriteMetadataFile(ctx context.Context, f *MetadataFile) (err error) {
+	ctx, span := w.startFileSpan(ctx, "write metadata file", f.Location)
+	defer func() { endFileSpan(span, len(f.Raw), false, err) }()
+	if err := w.WriteFile(ctx, f.Location, f.Raw); err != nil {
+		return err
+	}
 	w.cache.add(f)
-	return f, nil
+	return nil
 }
 
 // RefSnapshotsOnly returns JSON with only the snapshots that are the head

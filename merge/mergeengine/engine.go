@@ -395,6 +395,19 @@ func (e *Engine) contentsAt(ctx context.Context, keys []versionstore.ContentKey,
 // outcome with Merged false; errors are for what could not be read or
 // written.
 func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, base, src, tgt *versionstore.Content, req versionstore.MergeRequest, w *written) (*TableOutcome, *versionstore.Content, error) {
+	// The cherry-pick's files and the new metadata file are written in the
+	// background, beside the rest of the table's merge, and waited for
+	// before the table's outcome is returned: nothing reads or names them
+	// before that.
+	wb := tablemerge.NewWriteBehind(ctx)
+	out, resolved, err := e.resolveTableWith(ctx, key, base, src, tgt, req, w, wb)
+	if werr := wb.Wait(); werr != nil && err == nil {
+		return nil, nil, werr
+	}
+	return out, resolved, err
+}
+
+func (e *Engine) resolveTableWith(ctx context.Context, key versionstore.ContentKey, base, src, tgt *versionstore.Content, req versionstore.MergeRequest, w *written, wb *tablemerge.WriteBehind) (*TableOutcome, *versionstore.Content, error) {
 	out := &TableOutcome{Key: key}
 	for _, c := range []*versionstore.Content{base, src, tgt} {
 		if c != nil && c.Type != versionstore.IcebergTable {
@@ -526,7 +539,7 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 	}
 	pctx, pspan := e.startSpan(ctx, "cherry-pick", attribute.Int("floe.picks", len(picks)))
 	cp, err := tablemerge.CherryPick(pctx, wh, tablemerge.Request{
-		Head: head, HeadLocation: tgtFile.Location, Picks: picks, SourceRef: req.FromRef, RowMerge: rowMerge,
+		Head: head, HeadLocation: tgtFile.Location, Picks: picks, SourceRef: req.FromRef, RowMerge: rowMerge, Writes: wb,
 	})
 	endSpan(pspan, err)
 	if cp != nil {
@@ -554,13 +567,18 @@ func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, 
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := wh.WriteTableMetadataFrom(ctx, loc, meta, tgtFile)
-	w.add(wh, loc)
+	f, err := wh.EncodeTableMetadataFrom(loc, meta, tgtFile)
 	if err != nil {
 		return nil, nil, err
 	}
+	w.add(wh, loc)
+	wb.Go("write the merged table's metadata", func(ctx context.Context) error { return wh.WriteMetadataFile(ctx, f) })
 
 	if overlap && rule == OverlapCheck {
+		// The check reads the merged table's files.
+		if err := wb.Wait(); err != nil {
+			return nil, nil, err
+		}
 		dctx, dspan := e.startSpan(ctx, "duplicate-key check")
 		dups, err := duplicateKeys(dctx, wh, key, f, common)
 		endSpan(dspan, err)

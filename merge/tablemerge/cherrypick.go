@@ -44,7 +44,8 @@ var (
 )
 
 // Files reads and writes a table's metadata files; icebergtable.Warehouse
-// implements it.
+// implements it. Its methods must be safe for concurrent use: a
+// cherry-pick writes several files at once (WriteBehind).
 type Files interface {
 	ReadFile(ctx context.Context, loc string) ([]byte, error)
 	WriteFile(ctx context.Context, loc string, data []byte) error
@@ -102,6 +103,11 @@ type Request struct {
 	// RowMerge, when set, merges by row id the data files both sides
 	// rewrote, in one more snapshot after the picks (rowmerge.go).
 	RowMerge *RowMerge
+	// Writes, when set, writes the cherry-pick's manifest copies and lists
+	// in the background, and CherryPick returns without waiting for them:
+	// the caller must Wait before anything reads or names them, or removes
+	// Result.Written. Nil: CherryPick waits for its own.
+	Writes *WriteBehind
 }
 
 // Result is the cherry-pick's outcome: nothing of it is committed.
@@ -142,15 +148,18 @@ type Result struct {
 // The summary is the pick's, with totals recomputed against the new
 // parent and the source named (SummarySourceSnapshotID, ...).
 func CherryPick(ctx context.Context, files Files, req Request) (*Result, error) {
-	wb := newWriteBehind(ctx, files)
+	if req.Writes != nil {
+		return cherryPick(ctx, files, req, req.Writes)
+	}
+	wb := NewWriteBehind(ctx)
 	res, err := cherryPick(ctx, files, req, wb)
-	if werr := wb.wait(); werr != nil && err == nil {
+	if werr := wb.Wait(); werr != nil && err == nil {
 		err = fmt.Errorf("cherry-pick: %w", werr)
 	}
 	return res, err
 }
 
-func cherryPick(ctx context.Context, files Files, req Request, wb *writeBehind) (*Result, error) {
+func cherryPick(ctx context.Context, files Files, req Request, wb *WriteBehind) (*Result, error) {
 	head := req.Head
 	fv := head.Version()
 	if fv < 2 {
@@ -208,7 +217,7 @@ func cherryPick(ctx context.Context, files Files, req Request, wb *writeBehind) 
 		if err := w.Close(); err != nil {
 			return fmt.Errorf("cherry-pick snapshot %d: list manifests: %w", srcID, err)
 		}
-		wb.write(listLoc, buf.Bytes(), fmt.Sprintf("cherry-pick snapshot %d: manifest list", srcID))
+		wb.write(files, listLoc, buf.Bytes(), fmt.Sprintf("cherry-pick snapshot %d: manifest list", srcID))
 		res.Written = append(res.Written, listLoc)
 
 		snap := table.Snapshot{
@@ -278,6 +287,11 @@ func cherryPick(ctx context.Context, files Files, req Request, wb *writeBehind) 
 		var all, mine []iceberg.ManifestFile
 		var summary *table.Summary
 		if p.Replay != nil {
+			// A replay reads the head's manifests, which may be the
+			// previous picks' copies still being written.
+			if err := wb.Wait(); err != nil {
+				return fail(fmt.Errorf("cherry-pick: %w", err))
+			}
 			r, err := replayManifests(ctx, files, head, parentManifests, p, id, onTarget)
 			if r != nil {
 				res.Written = append(res.Written, r.written...)
@@ -312,6 +326,10 @@ func cherryPick(ctx context.Context, files Files, req Request, wb *writeBehind) 
 		for s, _ := b.SnapshotByID(id); s != nil; s, _ = b.SnapshotByID(id) {
 			id = newID()
 		}
+		// The row merge reads the head's manifests too.
+		if err := wb.Wait(); err != nil {
+			return fail(fmt.Errorf("cherry-pick: %w", err))
+		}
 		all, mine, c, written, err := applyRowMerge(ctx, files, head, parentManifests, rm, id)
 		res.Written = append(res.Written, written...)
 		if err != nil {
@@ -343,7 +361,7 @@ func cherryPick(ctx context.Context, files Files, req Request, wb *writeBehind) 
 // carries EXISTING entries is replaced by a new manifest of its ADDED
 // entries, so the target's own manifests stay the only source of the
 // files it has, and none is listed twice. written are the new manifests.
-func pickManifests(ctx context.Context, files Files, wb *writeBehind, head table.Metadata, p Pick, id int64, onTarget map[string]bool, appendOnly *int, copyManifests bool) (relisted []iceberg.ManifestFile, written []string, err error) {
+func pickManifests(ctx context.Context, files Files, wb *WriteBehind, head table.Metadata, p Pick, id int64, onTarget map[string]bool, appendOnly *int, copyManifests bool) (relisted []iceberg.ManifestFile, written []string, err error) {
 	src := p.Snapshot
 	mine, err := readManifestList(ctx, files, src)
 	if err != nil {
@@ -454,7 +472,7 @@ func pickManifests(ctx context.Context, files Files, wb *writeBehind, head table
 				return relisted, written, fmt.Errorf("snapshot %d: %w", src.SnapshotID, err)
 			}
 			loc := newManifestLocation(head.Location())
-			wb.write(loc, data, fmt.Sprintf("snapshot %d: copy manifest %s", src.SnapshotID, o.m.FilePath()))
+			wb.write(files, loc, data, fmt.Sprintf("snapshot %d: copy manifest %s", src.SnapshotID, o.m.FilePath()))
 			written = append(written, loc)
 			relisted = append(relisted, relist(o.m, loc, id))
 		case len(o.added) > 0:

@@ -10,7 +10,7 @@ import (
 // writeBehindParallelism bounds the files one cherry-pick writes at once.
 const writeBehindParallelism = 4
 
-// writeBehind writes a cherry-pick's new files (manifest copies, manifest
+// WriteBehind writes a cherry-pick's new files (manifest copies, manifest
 // lists) in the background while the cherry-pick goes on: its later steps
 // need the files' names and bytes, never the files, and nothing reads
 // them before the merge that follows commits. Creating a file costs the
@@ -20,31 +20,47 @@ const writeBehindParallelism = 4
 // another, so these writes run on another core beside the cherry-pick's
 // own work.
 //
-// Invariant: CherryPick returns only after wait, so every file it names
-// in Result.Written was either written or failed (and was removed by its
-// writer); a failed write fails the cherry-pick.
-type writeBehind struct {
-	ctx   context.Context
-	files Files
-	g     errgroup.Group
+// A caller may pass its own (Request.Writes) to add writes of its own (the
+// merge engine's metadata file) and wait once for all of them.
+//
+// Invariant: whoever waits (CherryPick for its own, else the caller)
+// waits before anything reads or names the files and before removing
+// Result.Written: every file named there was then either written or
+// failed (and was removed by its writer); a failed write fails the
+// cherry-pick (or the caller's merge).
+type WriteBehind struct {
+	ctx context.Context
+	g   errgroup.Group
 }
 
-func newWriteBehind(ctx context.Context, files Files) *writeBehind {
-	w := &writeBehind{ctx: ctx, files: files}
+// NewWriteBehind returns a WriteBehind whose writes run under ctx (which
+// may carry an icebergtable.DeferredSync).
+func NewWriteBehind(ctx context.Context) *WriteBehind {
+	w := &WriteBehind{ctx: ctx}
 	w.g.SetLimit(writeBehindParallelism)
 	return w
 }
 
-// write writes data to loc in the background; what names the write, for
-// its error.
-func (w *writeBehind) write(loc string, data []byte, what string) {
+// Go runs write in the background; what names it, for its error.
+func (w *WriteBehind) Go(what string, write func(ctx context.Context) error) {
 	w.g.Go(func() error {
-		if err := w.files.WriteFile(w.ctx, loc, data); err != nil {
-			return fmt.Errorf("%s: write %s: %w", what, loc, err)
+		if err := write(w.ctx); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		return nil
 	})
 }
 
-// wait returns once every write ended, with the first one's error.
-func (w *writeBehind) wait() error { return w.g.Wait() }
+// write writes data to loc through files in the background.
+func (w *WriteBehind) write(files Files, loc string, data []byte, what string) {
+	w.Go(what, func(ctx context.Context) error {
+		if err := files.WriteFile(ctx, loc, data); err != nil {
+			return fmt.Errorf("write %s: %w", loc, err)
+		}
+		return nil
+	})
+}
+
+// Wait returns once every write started so far ended, with the first
+// error of any. It may be called again after more writes.
+func (w *WriteBehind) Wait() error { return w.g.Wait() }
