@@ -230,6 +230,7 @@ func (e *Engine) attempt(ctx context.Context, req versionstore.MergeRequest) (*R
 		final := req
 		final.KeyModes = withResolved(req.KeyModes, modes)
 		final.Meta.Properties = withOutcomes(req.Meta.Properties, outcomes)
+		final.Check = w.check("merge", req.Target, final.Check)
 		return e.store.Merge(ctx, final)
 	})
 }
@@ -396,15 +397,11 @@ func (e *Engine) contentsAt(ctx context.Context, keys []versionstore.ContentKey,
 // written.
 func (e *Engine) resolveTable(ctx context.Context, key versionstore.ContentKey, base, src, tgt *versionstore.Content, req versionstore.MergeRequest, w *written) (*TableOutcome, *versionstore.Content, error) {
 	// The cherry-pick's files and the new metadata file are written in the
-	// background, beside the rest of the table's merge, and waited for
-	// before the table's outcome is returned: nothing reads or names them
-	// before that.
-	wb := tablemerge.NewWriteBehind(ctx)
-	out, resolved, err := e.resolveTableWith(ctx, key, base, src, tgt, req, w, wb)
-	if werr := wb.Wait(); werr != nil && err == nil {
-		return nil, nil, werr
-	}
-	return out, resolved, err
+	// background, beside the rest of the merge (the other tables, and the
+	// store's computing of the merge commit), and waited for before the
+	// store writes the commit that names them (written.check) or before
+	// they are removed.
+	return e.resolveTableWith(ctx, key, base, src, tgt, req, w, w.behind(ctx, key))
 }
 
 func (e *Engine) resolveTableWith(ctx context.Context, key versionstore.ContentKey, base, src, tgt *versionstore.Content, req versionstore.MergeRequest, w *written, wb *tablemerge.WriteBehind) (*TableOutcome, *versionstore.Content, error) {
@@ -711,9 +708,58 @@ func touchesAny(ce *versionstore.ConflictError, keys []versionstore.ContentKey) 
 	return false
 }
 
-// written are the files an attempt wrote, removed if it does not commit.
+// written are the files an attempt wrote, removed if it does not commit,
+// and the background writes of those still being written (one
+// tablemerge.WriteBehind per table).
+//
+// Invariant: the store writes no commit naming the files before every
+// write ended well (check, which the store runs right before it writes),
+// and none is removed before its write ended (remove).
 type written struct {
-	files []writtenFile
+	files   []writtenFile
+	pending []pendingWrites
+}
+
+type pendingWrites struct {
+	key versionstore.ContentKey
+	wb  *tablemerge.WriteBehind
+}
+
+// behind returns a WriteBehind for key's files, under ctx.
+func (w *written) behind(ctx context.Context, key versionstore.ContentKey) *tablemerge.WriteBehind {
+	wb := tablemerge.NewWriteBehind(ctx)
+	w.pending = append(w.pending, pendingWrites{key: key, wb: wb})
+	return wb
+}
+
+// wait waits for every background write; the first failure is returned,
+// as a *FaultError when the storage failed.
+func (w *written) wait(op, target string) error {
+	var first error
+	for _, p := range w.pending {
+		if err := p.wb.Wait(); err != nil && first == nil {
+			first = fmt.Errorf("write the merged files of %s: %w", p.key, err)
+			if isFault(err) {
+				first = &FaultError{Op: op, Target: target, Key: p.key, Err: err}
+			}
+		}
+	}
+	w.pending = nil
+	return first
+}
+
+// check is inner (nil: none) run after wait: the store asks it right
+// before it writes the commit, which names the files.
+func (w *written) check(op, target string, inner versionstore.WriteCheck) versionstore.WriteCheck {
+	return func(ctx context.Context, changes []versionstore.CheckedChange) error {
+		if err := w.wait(op, target); err != nil {
+			return err
+		}
+		if inner == nil {
+			return nil
+		}
+		return inner(ctx, changes)
+	}
 }
 
 type writtenFile struct {
@@ -730,6 +776,7 @@ func (w *written) add(wh *icebergtable.Warehouse, locs ...string) {
 // remove deletes the files, best effort: an uncommitted file is garbage
 // no reference reaches, which the reference-aware GC would collect anyway.
 func (w *written) remove(ctx context.Context, e *Engine) {
+	_ = w.wait("", "") // a write still running would put its file back
 	ctx = context.WithoutCancel(ctx)
 	for _, f := range w.files {
 		if err := f.wh.RemoveFile(ctx, f.loc); err != nil {

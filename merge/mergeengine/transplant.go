@@ -78,6 +78,7 @@ func (e *Engine) attemptTransplant(ctx context.Context, req versionstore.Transpl
 		final := req
 		final.KeyModes = withResolved(req.KeyModes, modes)
 		final.ReplayProperties = replayOutcomes(req.ReplayProperties, outcomes, changedBy)
+		final.Check = w.check("transplant", req.Target, final.Check)
 		return e.store.Transplant(ctx, final)
 	})
 }
