@@ -29,6 +29,9 @@ type DeferredSync struct {
 	mu    sync.Mutex
 	files []string
 	dirs  []string
+	// later is the last background sync SyncLater started, closed when it
+	// ended; Sync waits for it.
+	later chan struct{}
 }
 
 type deferredSyncKey struct{}
@@ -71,6 +74,36 @@ func (d *DeferredSync) Pending() int {
 // success d is empty again; on failure it keeps them all, and none may be
 // named by anything durable.
 func (d *DeferredSync) Sync(ctx context.Context) error {
+	d.mu.Lock()
+	later := d.later
+	d.mu.Unlock()
+	if later != nil {
+		<-later // what it synced need not be synced again
+	}
+	return d.sync(ctx)
+}
+
+// SyncLater starts syncing, in the background, every file written under d
+// so far, after the background syncs started before it: a writer that
+// makes files in steps (the queue's members) has them synced while it
+// makes the next ones, and its Sync then finds little left. A failure
+// leaves the files to Sync, which reports it.
+func (d *DeferredSync) SyncLater(ctx context.Context) {
+	done := make(chan struct{})
+	d.mu.Lock()
+	prev := d.later
+	d.later = done
+	d.mu.Unlock()
+	go func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		_ = d.sync(ctx)
+	}()
+}
+
+func (d *DeferredSync) sync(ctx context.Context) error {
 	d.mu.Lock()
 	files, dirs := slices.Clone(d.files), slices.Clone(d.dirs)
 	d.mu.Unlock()

@@ -66,3 +66,40 @@ func TestDeferredSync(t *testing.T) {
 		t.Fatalf("a file written without deferral was recorded: %d pending", n)
 	}
 }
+
+// TestDeferredSyncLater: SyncLater syncs what was written so far in the
+// background while more is written; Sync waits for it and syncs the rest.
+// A background sync that fails leaves its files to Sync, which reports it.
+func TestDeferredSyncLater(t *testing.T) {
+	root := t.TempDir()
+	var d DeferredSync
+	write := func(name string) {
+		t.Helper()
+		if err := writeLocalFile(filepath.Join(root, "t", "metadata", name), []byte("x"), newDirSync(), &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.avro")
+	d.SyncLater(t.Context())
+	write("b.avro")
+	d.SyncLater(t.Context())
+	write("c.avro")
+	if err := d.Sync(t.Context()); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	if n := d.Pending(); n != 0 || len(d.dirs) != 0 {
+		t.Fatalf("after Sync: %d files, dirs %v pending", n, d.dirs)
+	}
+
+	write("d.avro")
+	d.mu.Lock()
+	d.dirs = append(d.dirs, filepath.Join(root, "missing"))
+	d.mu.Unlock()
+	d.SyncLater(t.Context())
+	if err := d.Sync(t.Context()); err == nil {
+		t.Fatal("Sync after a background sync of a missing directory succeeded")
+	}
+	if n := d.Pending(); n != 1 {
+		t.Fatalf("after a failed background sync and Sync: %d files pending, want 1", n)
+	}
+}

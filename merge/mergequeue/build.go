@@ -130,6 +130,10 @@ func (q *Queue) build(ctx context.Context, checks *sync.WaitGroup, files *mergee
 			q.finish(ctx, id, vals, StateFailed, "nothing-to-merge", "nothing to merge: "+target+" already holds every change of the source")
 			continue
 		}
+		// The member's files are synced in the background while the
+		// next members are merged; the sync before the landing then has
+		// little left to do (a failed one leaves its files to it).
+		files.SyncLater(ctx)
 		candHead = res.ResultantHash
 		m.commit = candHead
 		for _, d := range changes {
