@@ -13,6 +13,22 @@ import (
 	"github.com/floe-catalog/floe/versionstore/pebblebackend"
 )
 
+// openOn opens a store on Pebble over fs (a crashable one, or a crash
+// image of it), closed when the test ends.
+func openOn(t *testing.T, fs vfs.FS, opts versionstore.Options) *versionstore.Store {
+	t.Helper()
+	be, err := pebblebackend.Open("/db", pebblebackend.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := versionstore.Open(t.Context(), be, opts)
+	if err != nil {
+		t.Fatal(errors.Join(err, be.Close()))
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
 // TestScratchRefs: writes to scratch refs (Options.ScratchRefPrefixes) are
 // acknowledged before they are durable, as the merge queue's candidate
 // branches are. On a crashable file system (Pebble's, which loses every
@@ -26,17 +42,7 @@ func TestScratchRefs(t *testing.T) {
 	ctx := t.Context()
 	fs := vfs.NewCrashableMem()
 	open := func(fs vfs.FS) *versionstore.Store {
-		t.Helper()
-		be, err := pebblebackend.Open("/db", pebblebackend.Options{FS: fs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := versionstore.Open(ctx, be, versionstore.Options{ScratchRefPrefixes: []string{"scratch/"}})
-		if err != nil {
-			t.Fatal(errors.Join(err, be.Close()))
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
+		return openOn(t, fs, versionstore.Options{ScratchRefPrefixes: []string{"scratch/"}})
 	}
 	s := open(fs)
 	ns := versionstore.ContentKey{"ns"}
@@ -118,19 +124,7 @@ func TestCachedRecords(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	fs := vfs.NewCrashableMem()
-	open := func(fs vfs.FS) *versionstore.Store {
-		t.Helper()
-		be, err := pebblebackend.Open("/db", pebblebackend.Options{FS: fs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := versionstore.Open(ctx, be, versionstore.Options{})
-		if err != nil {
-			t.Fatal(errors.Join(err, be.Close()))
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}
+	open := func(fs vfs.FS) *versionstore.Store { return openOn(t, fs, versionstore.Options{}) }
 	s := open(fs)
 	if err := s.PutCachedRecord(ctx, versionstore.Record{Key: "cache/a", Value: []byte("a1")}); err != nil {
 		t.Fatal(err)

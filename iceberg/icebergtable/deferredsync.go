@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"syscall"
+
+	"github.com/floe-catalog/floe/internal/inorder"
 )
 
 // DeferredSync holds back the fsync of the local files a warehouse writes
@@ -29,9 +31,9 @@ type DeferredSync struct {
 	mu    sync.Mutex
 	files []string
 	dirs  []string
-	// later is the last background sync SyncLater started, closed when it
-	// ended; Sync waits for it.
-	later chan struct{}
+	// later runs the background syncs SyncLater starts; Sync waits for
+	// them.
+	later inorder.Chain
 }
 
 type deferredSyncKey struct{}
@@ -74,12 +76,7 @@ func (d *DeferredSync) Pending() int {
 // success d is empty again; on failure it keeps them all, and none may be
 // named by anything durable.
 func (d *DeferredSync) Sync(ctx context.Context) error {
-	d.mu.Lock()
-	later := d.later
-	d.mu.Unlock()
-	if later != nil {
-		<-later // what it synced need not be synced again
-	}
+	d.later.Wait() // what it synced need not be synced again
 	return d.sync(ctx)
 }
 
@@ -89,18 +86,7 @@ func (d *DeferredSync) Sync(ctx context.Context) error {
 // makes the next ones, and its Sync then finds little left. A failure
 // leaves the files to Sync, which reports it.
 func (d *DeferredSync) SyncLater(ctx context.Context) {
-	done := make(chan struct{})
-	d.mu.Lock()
-	prev := d.later
-	d.later = done
-	d.mu.Unlock()
-	go func() {
-		defer close(done)
-		if prev != nil {
-			<-prev
-		}
-		_ = d.sync(ctx)
-	}()
+	d.later.Start(func() { _ = d.sync(ctx) })
 }
 
 func (d *DeferredSync) sync(ctx context.Context) error {

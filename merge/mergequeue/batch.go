@@ -128,7 +128,7 @@ func (q *Queue) runBatch(ctx context.Context, target string, ids []string) error
 			// The next batch need not wait for the sources' branch
 			// changes: Process (and the worker, before it sleeps or
 			// stops) waits for them.
-			q.worker(target).tidying.start(func() { q.hygiene(ctx, target, members) })
+			q.worker(target).tidying.Start(func() { q.hygiene(ctx, target, members) })
 			return nil
 		case errors.Is(err, versionstore.ErrReferenceConflict):
 			q.checkBypass(ctx, target)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/floe-catalog/floe/internal/inorder"
 	"github.com/floe-catalog/floe/versionstore"
 	"github.com/floe-catalog/floe/versionstore/lease"
 )
@@ -39,7 +40,7 @@ type worker struct {
 	wake chan struct{}
 	// tidying runs the landed batches' hygiene (hygiene.go), one after
 	// another, while the next batch is built.
-	tidying chain
+	tidying inorder.Chain
 
 	// state guards the fields below.
 	state sync.Mutex
@@ -51,39 +52,6 @@ type worker struct {
 	seen  bool
 	// bypassed counts bypass commits since start, for the report.
 	bypassed int
-}
-
-// chain runs functions in the background one after another, in the order
-// they were started; wait returns once every function started before it
-// has returned. Unlike a WaitGroup it may be started and waited on from
-// any goroutines at once.
-type chain struct {
-	mu   sync.Mutex
-	last chan struct{} // closed when the last started function returned
-}
-
-func (c *chain) start(fn func()) {
-	done := make(chan struct{})
-	c.mu.Lock()
-	prev := c.last
-	c.last = done
-	c.mu.Unlock()
-	go func() {
-		defer close(done)
-		if prev != nil {
-			<-prev
-		}
-		fn()
-	}()
-}
-
-func (c *chain) wait() {
-	c.mu.Lock()
-	last := c.last
-	c.mu.Unlock()
-	if last != nil {
-		<-last
-	}
 }
 
 // worker returns target's worker, made on first use.
@@ -279,7 +247,7 @@ var errNotHolder = errors.New("this replica does not hold the target's merge-que
 func (q *Queue) serve(ctx context.Context, w *worker) {
 	t := time.NewTicker(q.poll)
 	defer t.Stop()
-	defer w.tidying.wait()
+	defer w.tidying.Wait()
 	for ctx.Err() == nil {
 		progressed, err := q.process(ctx, w)
 		if err != nil && ctx.Err() == nil {
@@ -288,7 +256,7 @@ func (q *Queue) serve(ctx context.Context, w *worker) {
 		if progressed && err == nil {
 			continue
 		}
-		w.tidying.wait()
+		w.tidying.Wait()
 		select {
 		case <-ctx.Done():
 		case <-w.wake:
@@ -304,7 +272,7 @@ func (q *Queue) serve(ctx context.Context, w *worker) {
 // workers call process, whose hygiene overlaps their next batch.
 func (q *Queue) Process(ctx context.Context, target string) (bool, error) {
 	w := q.worker(target)
-	defer w.tidying.wait()
+	defer w.tidying.Wait()
 	return q.process(ctx, w)
 }
 
