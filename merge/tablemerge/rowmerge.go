@@ -33,7 +33,10 @@ import (
 // rows is known: unchanged, updated, or deleted (absent). With the table
 // rule floe.merge.row-level=rows the merge takes, for every row:
 //
-//   - changed on neither side, or only on the target: the target's copy;
+//   - changed only on the target: the target's copy;
+//   - changed on neither side: the source's copy where the merged head
+//     lists it, else the target's (the same version; the source's has
+//     the id the next merge's base, a source commit, knows it by);
 //   - changed (updated or deleted) only on the source: the source's;
 //   - deleted on both: neither;
 //   - updated on one side and updated or deleted on the other: refused,
@@ -474,11 +477,19 @@ func (rm *RowMerge) masks(ctx context.Context, files Files, merged *view) (map[s
 		case tgtChanged:
 			keep = t
 		default:
-			keep = append(slices.Clone(t), s...)
+			keep = append(slices.Clone(s), t...)
 		}
+		// Changed on neither side, the source's copy is kept where the
+		// merged head shows it, the target's hidden: the two copies may
+		// have different ids (a merge gives the rows of the source's
+		// appends new ids on the target), and the next merge of this
+		// source compares the target with a source commit, which knows
+		// the row by the source's id; a target copy kept under another
+		// id would look deleted on the target, and the source's later
+		// change of the row would be lost.
 		kept := false
 		seen := map[rowCopy]bool{}
-		for _, c := range slices.Concat(t, s) {
+		for _, c := range slices.Concat(s, t) {
 			c.lastSeq, c.inherited, c.inheritedID, c.content = 0, false, false, 0
 			if seen[c] {
 				continue
