@@ -552,8 +552,9 @@ func unchanged(b, c rowCopy, side map[string]sideFile) bool {
 // rows, whose ids were handed out from the same next row id). One row
 // with the id is the copy; of several, the one unchanged from the base,
 // the others being other rows; several and none unchanged cannot be told
-// apart.
+// apart. Rows that cannot be b's (otherRow) are left out first.
 func theCopy(b rowCopy, cs []rowCopy, side map[string]sideFile, name string, id int64) ([]rowCopy, error) {
+	cs = slices.DeleteFunc(slices.Clone(cs), func(c rowCopy) bool { return otherRow(b, c, side) })
 	if len(cs) <= 1 {
 		return cs, nil
 	}
@@ -568,6 +569,23 @@ func theCopy(b rowCopy, cs []rowCopy, side map[string]sideFile, name string, id 
 			ErrRowIDNotUnique, id, name, len(cs), len(same))
 	}
 	return same, nil
+}
+
+// otherRow reports whether c, a row of a side with the id of base row b,
+// is sure to be another row. A row's version whose last-updated sequence
+// number is its file's (inherited: the base's file b.file added or
+// updated it) came to the side with that file, at the file's sequence
+// number there; a change of it on the side is written later, with a
+// greater number. So a row with other values and a number no greater is
+// not b changed but a row that only shares its id (the side's own, given
+// the same id from its own next row id). A number written in a file is
+// left alone: it may be the other branch's.
+func otherRow(b, c rowCopy, side map[string]sideFile) bool {
+	if !b.inherited || unchanged(b, c, side) {
+		return false
+	}
+	f, ok := side[b.file]
+	return ok && c.lastSeq <= f.seq
 }
 
 // sideFile is what a data file's entry says on one side: its data
