@@ -33,7 +33,10 @@ import (
 // rows is known: unchanged, updated, or deleted (absent). With the table
 // rule floe.merge.row-level=rows the merge takes, for every row:
 //
-//   - changed on neither side, or only on the target: the target's copy;
+//   - changed only on the target: the target's copy;
+//   - changed on neither side: the source's copy where the merged head
+//     lists it, else the target's (the same version; the source's has
+//     the id the next merge's base, a source commit, knows it by);
 //   - changed (updated or deleted) only on the source: the source's;
 //   - deleted on both: neither;
 //   - updated on one side and updated or deleted on the other: refused,
@@ -474,11 +477,19 @@ func (rm *RowMerge) masks(ctx context.Context, files Files, merged *view) (map[s
 		case tgtChanged:
 			keep = t
 		default:
-			keep = append(slices.Clone(t), s...)
+			keep = append(slices.Clone(s), t...)
 		}
+		// Changed on neither side, the source's copy is kept where the
+		// merged head shows it, the target's hidden: the two copies may
+		// have different ids (a merge gives the rows of the source's
+		// appends new ids on the target), and the next merge of this
+		// source compares the target with a source commit, which knows
+		// the row by the source's id; a target copy kept under another
+		// id would look deleted on the target, and the source's later
+		// change of the row would be lost.
 		kept := false
 		seen := map[rowCopy]bool{}
-		for _, c := range slices.Concat(t, s) {
+		for _, c := range slices.Concat(s, t) {
 			c.lastSeq, c.inherited, c.inheritedID, c.content = 0, false, false, 0
 			if seen[c] {
 				continue
@@ -541,8 +552,9 @@ func unchanged(b, c rowCopy, side map[string]sideFile) bool {
 // rows, whose ids were handed out from the same next row id). One row
 // with the id is the copy; of several, the one unchanged from the base,
 // the others being other rows; several and none unchanged cannot be told
-// apart.
+// apart. Rows that cannot be b's (otherRow) are left out first.
 func theCopy(b rowCopy, cs []rowCopy, side map[string]sideFile, name string, id int64) ([]rowCopy, error) {
+	cs = slices.DeleteFunc(slices.Clone(cs), func(c rowCopy) bool { return otherRow(b, c, side) })
 	if len(cs) <= 1 {
 		return cs, nil
 	}
@@ -557,6 +569,23 @@ func theCopy(b rowCopy, cs []rowCopy, side map[string]sideFile, name string, id 
 			ErrRowIDNotUnique, id, name, len(cs), len(same))
 	}
 	return same, nil
+}
+
+// otherRow reports whether c, a row of a side with the id of base row b,
+// is sure to be another row. A row's version whose last-updated sequence
+// number is its file's (inherited: the base's file b.file added or
+// updated it) came to the side with that file, at the file's sequence
+// number there; a change of it on the side is written later, with a
+// greater number. So a row with other values and a number no greater is
+// not b changed but a row that only shares its id (the side's own, given
+// the same id from its own next row id). A number written in a file is
+// left alone: it may be the other branch's.
+func otherRow(b, c rowCopy, side map[string]sideFile) bool {
+	if !b.inherited || unchanged(b, c, side) {
+		return false
+	}
+	f, ok := side[b.file]
+	return ok && c.lastSeq <= f.seq
 }
 
 // sideFile is what a data file's entry says on one side: its data
