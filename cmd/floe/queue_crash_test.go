@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -19,11 +22,47 @@ import (
 // data dir each time, and checks every request ends exactly once: merged, with exactly one merge
 // commit on main carrying its id (none lost, none applied twice), and no
 // candidate branch left behind.
+//
+// The first kill is certain to hit a batch in validation: an external
+// check that every candidate runs holds its third call until floe dies.
+// The later kills come as soon as more requests merged, wherever the
+// worker then is.
 func TestQueueCrash(t *testing.T) {
 	const n = 48
 	dir := t.TempDir()
-	args := []string{"--addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--warehouse", filepath.Join(dir, "warehouse")}
-	p := startServe(t, nil, args...)
+	var calls atomic.Int32
+	held := make(chan struct{}, 1)
+	release := make(chan struct{})
+	check := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-release:
+		default:
+			if calls.Add(1) >= 3 {
+				select {
+				case held <- struct{}{}:
+				default:
+				}
+				// Until floe is killed: the request's connection then
+				// closes, or the test releases it.
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+				return
+			}
+		}
+		_, _ = io.WriteString(w, `{"passed": true}`)
+	}))
+	t.Cleanup(check.Close)
+	checks := filepath.Join(dir, "checks.json")
+	cfg := fmt.Sprintf(`{"checks": [{"name": "held", "url": %q, "secretEnv": "FLOE_TEST_CHECK_SECRET", "always": true, "retries": 0}]}`, check.URL)
+	if err := os.WriteFile(checks, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"FLOE_TEST_CHECK_SECRET=s3cret"}
+	args := []string{"--addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--warehouse", filepath.Join(dir, "warehouse"), "--merge-checks", checks}
+	p := startServe(t, env, args...)
 	e := &cliEnv{t: t, addr: p.addr, http: &http.Client{Timeout: 10 * time.Second},
 		warehouse: "file://" + filepath.ToSlash(filepath.Join(dir, "warehouse")), realMetadata: true}
 	e.put("main", "create db", "v1", "db")
@@ -46,13 +85,22 @@ func TestQueueCrash(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	// Kill it three times, each time as soon as more requests merged
-	// than at the last kill and a batch is being validated: in the middle
-	// of the queue and of a batch.
+	// Kill it three times: first while the check holds a batch, then
+	// each time as soon as more requests merged than at the last kill
+	// and a batch is being validated, in the middle of the queue and
+	// perhaps of a landing.
 	last := 0
 	for kill := 1; kill <= 3; kill++ {
 		var merged int
-		for deadline := time.Now().Add(time.Minute); ; {
+		if kill == 1 {
+			select {
+			case <-held:
+			case <-time.After(time.Minute):
+				t.Fatalf("the check was not called a third time within a minute (%d calls)", calls.Load())
+			}
+			merged = len(listRequests(t, e, "merged"))
+		}
+		for deadline := time.Now().Add(time.Minute); kill > 1; {
 			merged = len(listRequests(t, e, "merged"))
 			if merged == n || (merged > last && len(listRequests(t, e, "validating")) > 0) {
 				break
@@ -72,9 +120,12 @@ func TestQueueCrash(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = p.cmd.Wait()
+		if kill == 1 {
+			close(release)
+		}
 		t.Logf("kill %d with at least %d of %d requests merged", kill, merged, n)
 		last = merged
-		p = startServe(t, nil, args...)
+		p = startServe(t, env, args...)
 		e.addr = p.addr
 	}
 	deadline := time.Now().Add(2 * time.Minute)
