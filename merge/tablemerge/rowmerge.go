@@ -271,9 +271,10 @@ type rowCopy struct {
 }
 
 // copies finds, in view v, the visible copies of the rows want names, by
-// their id in v (want maps it to the row's id at the base), reading the
+// their id in v (want maps it to the ids at the base of the rows that may
+// have it there: ids are not unique across branches), reading the
 // data files paths of v (those it has). The result is by id at the base.
-func (lr *lineageReader) copies(ctx context.Context, v *view, paths []string, want map[int64]int64) (map[int64][]rowCopy, error) {
+func (lr *lineageReader) copies(ctx context.Context, v *view, paths []string, want map[int64][]int64) (map[int64][]rowCopy, error) {
 	out := map[int64][]rowCopy{}
 	for _, path := range paths {
 		e, ok := v.data[path]
@@ -305,15 +306,13 @@ func (lr *lineageReader) copies(ctx context.Context, v *view, paths []string, wa
 				x := *first + int64(r.pos)
 				id = &x
 			}
-			baseID, ok := want[*id]
-			if !ok {
-				continue
-			}
 			c := rowCopy{file: path, pos: r.pos, lastSeq: seq, inherited: true, inheritedID: r.rowID == nil, content: r.content}
 			if r.lastSq != nil {
 				c.lastSeq, c.inherited = *r.lastSq, false
 			}
-			out[baseID] = append(out[baseID], c)
+			for _, baseID := range want[*id] {
+				out[baseID] = append(out[baseID], c)
+			}
 		}
 	}
 	return out, nil
@@ -344,11 +343,12 @@ func (rm *RowMerge) relevant(side table.Metadata, sv, base *view) []string {
 // masks decides every row of the files in question and returns, by data
 // file of the merged head, the positions it must hide, or ErrRowConflict.
 //
-// A row's id is the same on both sides only where it is written in a file
-// or its file was there at the branch point: a merge lists a branch's
-// files on the other with new first row ids. So each side's copies are
-// looked up by the ids the rows of the files in question have on that
-// side, then named by their ids at the base.
+// A row's id is the same on both sides only where its file was there at
+// the branch point: a merge lists a branch's files on the other with new
+// first row ids, and a rewrite writes each side's own id. So each side's
+// copies are looked up by the ids the rows of the files in question have
+// on that side (an id written at the base also by the id its origin file
+// gives it there, roworigin.go), then named by their ids at the base.
 func (rm *RowMerge) masks(ctx context.Context, files Files, merged *view) (map[string]*dv.RoaringPositionBitmap, error) {
 	lr := &lineageReader{files: files, budget: rowBudget{max: rm.MaxBytes}, rows: map[string][]lineageRow{}, dvs: map[string][]byte{}}
 	baseView, err := snapshotView(ctx, files, rm.Base)
@@ -376,7 +376,7 @@ func (rm *RowMerge) masks(ctx context.Context, files Files, merged *view) (map[s
 		}
 	}
 	// The base's rows of the files in question, by their id there.
-	everyID := map[int64]int64{}
+	everyID := map[int64][]int64{}
 	for _, path := range inQuestion {
 		e := baseView.data[path]
 		rows, err := lr.of(ctx, e.DataFile())
@@ -386,9 +386,9 @@ func (rm *RowMerge) masks(ctx context.Context, files Files, merged *view) (map[s
 		for _, r := range rows {
 			switch first := e.DataFile().FirstRowID(); {
 			case r.rowID != nil:
-				everyID[*r.rowID] = *r.rowID
+				everyID[*r.rowID] = []int64{*r.rowID}
 			case first != nil:
-				everyID[*first+int64(r.pos)] = *first + int64(r.pos)
+				everyID[*first+int64(r.pos)] = []int64{*first + int64(r.pos)}
 			}
 		}
 	}
@@ -396,25 +396,62 @@ func (rm *RowMerge) masks(ctx context.Context, files Files, merged *view) (map[s
 	if err != nil {
 		return nil, fmt.Errorf("merge base: %w", err)
 	}
+	// The ids the base's files have written, followed back to the files
+	// they were handed to: a side may know such a row by another id.
+	var written []int64
+	for id, cs := range baseCopies {
+		if !cs[0].inheritedID {
+			written = append(written, id)
+		}
+	}
+	slices.Sort(written)
+	origins, err := rowOrigins(ctx, files, rm.Base, written)
+	if err != nil {
+		return nil, fmt.Errorf("merge base: %w", err)
+	}
+	originFiles := map[string]bool{}
+	for _, o := range origins {
+		originFiles[o.file] = true
+	}
+	lookIn := slices.Concat(inQuestion, slices.Sorted(maps.Keys(originFiles)))
 	side := func(name string, meta table.Metadata, v *view) (map[int64][]rowCopy, map[string]sideFile, []string, error) {
-		sf, err := sideFiles(ctx, files, meta, v, inQuestion)
+		sf, err := sideFiles(ctx, files, meta, v, lookIn)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
 		}
-		want := map[int64]int64{}
+		want := map[int64][]int64{}
+		for _, id := range written {
+			want[id] = append(want[id], id)
+			o, ok := origins[id]
+			if !ok {
+				continue
+			}
+			if f, ok := sf[o.file]; ok && f.firstRowID != nil && *f.firstRowID != o.first {
+				sideID := *f.firstRowID + (id - o.first)
+				want[sideID] = append(want[sideID], id)
+			}
+		}
 		for id, cs := range baseCopies {
 			b := cs[0]
 			if !b.inheritedID {
-				want[id] = id
 				continue
 			}
 			f, ok := sf[b.file]
 			if !ok || f.firstRowID == nil {
 				return nil, nil, nil, fmt.Errorf("%w: %s: the first row id of data file %s is unknown there", ErrUnsupported, name, b.file)
 			}
-			want[*f.firstRowID+int64(b.pos)] = id
+			sideID := *f.firstRowID + int64(b.pos)
+			want[sideID] = append(want[sideID], id)
 		}
+		// An origin file the side still lists may show the row under the
+		// side's id for it, whatever snapshot listed the file.
 		rel := rm.relevant(meta, v, baseView)
+		for f := range originFiles {
+			if _, ok := v.data[f]; ok && !slices.Contains(rel, f) {
+				rel = append(rel, f)
+			}
+		}
+		slices.Sort(rel)
 		cs, err := lr.copies(ctx, v, rel, want)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
@@ -448,6 +485,8 @@ func (rm *RowMerge) masks(ctx context.Context, files Files, merged *view) (map[s
 		}
 		return !hidden[c.file].Contains(c.pos), nil
 	}
+
+	src, tgt = unclaimed(src, baseCopies, srcFiles), unclaimed(tgt, baseCopies, tgtFiles)
 
 	out := map[string]*dv.RoaringPositionBitmap{}
 	var both, lost []int64
@@ -569,6 +608,33 @@ func theCopy(b rowCopy, cs []rowCopy, side map[string]sideFile, name string, id 
 			ErrRowIDNotUnique, id, name, len(cs), len(same))
 	}
 	return same, nil
+}
+
+// unclaimed drops, from each base row's copies on a side, the copies
+// that are another base row's unchanged: a side row found under an id two
+// base rows may have there (one by its id, one by the id its file was
+// listed with; see roworigin.go) that is one of them unchanged is that
+// one, not a change of the other.
+func unclaimed(copies, base map[int64][]rowCopy, side map[string]sideFile) map[int64][]rowCopy {
+	holders := map[rowCopy][]int64{}
+	for id, cs := range copies {
+		for _, c := range cs {
+			holders[c] = append(holders[c], id)
+		}
+	}
+	out := make(map[int64][]rowCopy, len(copies))
+	for id, cs := range copies {
+		b := base[id][0]
+		out[id] = slices.DeleteFunc(slices.Clone(cs), func(c rowCopy) bool {
+			if unchanged(b, c, side) {
+				return false
+			}
+			return slices.ContainsFunc(holders[c], func(other int64) bool {
+				return other != id && unchanged(base[other][0], c, side)
+			})
+		})
+	}
+	return out
 }
 
 // otherRow reports whether c, a row of a side with the id of base row b,
