@@ -89,6 +89,28 @@ func (f *fixture) appendRows(tbl *table.Table, ids ...int64) *table.Table {
 	return st.Table
 }
 
+// liveEntries returns the live entries of tbl's main, data and deletes.
+func liveEntries(t *testing.T, tbl *table.Table) []iceberg.ManifestEntry {
+	t.Helper()
+	fs, err := iceio.LoadFS(t.Context(), nil, tbl.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifests, err := tbl.CurrentSnapshot().Manifests(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []iceberg.ManifestEntry
+	for _, m := range manifests {
+		entries, err := m.FetchEntries(fs, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, entries...)
+	}
+	return out
+}
+
 // scanIDs reads every row of tbl's main and returns the ids, sorted.
 func (f *fixture) scanIDs(tbl *table.Table) []int64 {
 	f.t.Helper()

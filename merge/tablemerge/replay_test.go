@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-catalog/floe/merge/tablemerge"
@@ -134,27 +133,13 @@ func TestReplayRefusesUnknownFiles(t *testing.T) {
 // the table's next-row-id.
 func checkRowIDs(t *testing.T, tbl *table.Table) {
 	t.Helper()
-	fs, err := iceio.LoadFS(t.Context(), nil, tbl.Location())
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifests, err := tbl.CurrentSnapshot().Manifests(fs)
-	if err != nil {
-		t.Fatal(err)
-	}
 	type span struct{ first, n int64 }
 	var spans []span
-	for _, m := range manifests {
-		entries, err := m.FetchEntries(fs, true)
-		if err != nil {
-			t.Fatal(err)
+	for _, e := range liveEntries(t, tbl) {
+		if e.DataFile().FirstRowID() == nil {
+			t.Fatalf("v3 file %s has no first row id", e.DataFile().FilePath())
 		}
-		for _, e := range entries {
-			if e.DataFile().FirstRowID() == nil {
-				t.Fatalf("v3 file %s has no first row id", e.DataFile().FilePath())
-			}
-			spans = append(spans, span{*e.DataFile().FirstRowID(), e.DataFile().Count()})
-		}
+		spans = append(spans, span{*e.DataFile().FirstRowID(), e.DataFile().Count()})
 	}
 	slices.SortFunc(spans, func(a, b span) int { return int(a.first - b.first) })
 	for i := 1; i < len(spans); i++ {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
-	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-catalog/floe/merge/tablemerge"
@@ -15,26 +14,11 @@ import (
 
 // liveFirstRowIDs returns each live data file of tbl's main with its first
 // row id.
-func (f *fixture) liveFirstRowIDs(tbl *table.Table) map[string]int64 {
-	f.t.Helper()
+func liveFirstRowIDs(t *testing.T, tbl *table.Table) map[string]int64 {
 	out := map[string]int64{}
-	fs, err := iceio.LoadFS(f.t.Context(), nil, tbl.Location())
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	mfs, err := tbl.CurrentSnapshot().Manifests(fs)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	for _, m := range mfs {
-		entries, err := m.FetchEntries(fs, true)
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		for _, e := range entries {
-			if e.DataFile().ContentType() == iceberg.EntryContentData {
-				out[e.DataFile().FilePath()] = *e.DataFile().FirstRowID()
-			}
+	for _, e := range liveEntries(t, tbl) {
+		if e.DataFile().ContentType() == iceberg.EntryContentData {
+			out[e.DataFile().FilePath()] = *e.DataFile().FirstRowID()
 		}
 	}
 	return out
@@ -51,8 +35,8 @@ func TestRowOrigins(t *testing.T) {
 	tgt := f.appendRows(base, 7)               // main's id 3
 	merged, _ := f.pick(tgt, base, src)        // the branch's files get 4-6 on main
 
-	srcFiles := f.liveFirstRowIDs(src)
-	mergedFiles := f.liveFirstRowIDs(merged)
+	srcFiles := liveFirstRowIDs(t, src)
+	mergedFiles := liveFirstRowIDs(t, merged)
 	ids := []int64{0, 1, 2, 3, 4, 5, 6, 99}
 	file, first, err := tablemerge.RowOrigins(context.Background(), f.wh, src.Metadata(), ids)
 	if err != nil {
