@@ -260,8 +260,10 @@ func snapshotView(ctx context.Context, files Files, meta table.Metadata) (*view,
 // rowCopy is one visible copy of a row in a view: where, and its
 // last-updated sequence number there.
 type rowCopy struct {
-	file    string
-	pos     uint64
+	file string
+	pos  uint64
+	// id is the row's id in the view.
+	id      int64
 	lastSeq int64
 	// inherited: lastSeq is the file's data sequence number in the view,
 	// not written in the file; inheritedID: so is the row id (the file's
@@ -306,7 +308,7 @@ func (lr *lineageReader) copies(ctx context.Context, v *view, paths []string, wa
 				x := *first + int64(r.pos)
 				id = &x
 			}
-			c := rowCopy{file: path, pos: r.pos, lastSeq: seq, inherited: true, inheritedID: r.rowID == nil, content: r.content}
+			c := rowCopy{file: path, pos: r.pos, id: *id, lastSeq: seq, inherited: true, inheritedID: r.rowID == nil, content: r.content}
 			if r.lastSq != nil {
 				c.lastSeq, c.inherited = *r.lastSq, false
 			}
@@ -413,9 +415,27 @@ func (rm *RowMerge) masks(ctx context.Context, files Files, merged *view) (map[s
 	for _, o := range origins {
 		originFiles[o.file] = true
 	}
-	lookIn := slices.Concat(inQuestion, slices.Sorted(maps.Keys(originFiles)))
+	originPaths := slices.Sorted(maps.Keys(originFiles))
+	// A side's snapshots the base has too, by manifest list, are history
+	// both share: a file there has the same first row ids on both, so an
+	// origin file is looked for only in the side's snapshots since. (Not
+	// by snapshot id: a merge replays a branch's snapshot on the other
+	// under the same id, with a new list and new first row ids.)
+	shared := map[string]bool{}
+	for _, s := range rm.Base.Snapshots() {
+		shared[s.ManifestList] = true
+	}
+	// moved: by side, the rows in question it also knows by an id of its
+	// own (roworigin.go); a copy there under the base's id may be another
+	// row.
+	moved := map[string]map[int64]bool{}
 	side := func(name string, meta table.Metadata, v *view) (map[int64][]rowCopy, map[string]sideFile, []string, error) {
-		sf, err := sideFiles(ctx, files, meta, v, lookIn)
+		moved[name] = map[int64]bool{}
+		sf, err := sideFiles(ctx, files, meta, v, inQuestion, nil)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		of, err := sideFiles(ctx, files, meta, v, originPaths, shared)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -426,9 +446,10 @@ func (rm *RowMerge) masks(ctx context.Context, files Files, merged *view) (map[s
 			if !ok {
 				continue
 			}
-			if f, ok := sf[o.file]; ok && f.firstRowID != nil && *f.firstRowID != o.first {
+			if f, ok := of[o.file]; ok && f.firstRowID != nil && *f.firstRowID != o.first {
 				sideID := *f.firstRowID + (id - o.first)
 				want[sideID] = append(want[sideID], id)
+				moved[name][id] = true
 			}
 		}
 		for id, cs := range baseCopies {
@@ -488,8 +509,16 @@ func (rm *RowMerge) masks(ctx context.Context, files Files, merged *view) (map[s
 
 	src, tgt = unclaimed(src, baseCopies, srcFiles), unclaimed(tgt, baseCopies, tgtFiles)
 
+	// byBaseID: a side's copy of row id found under the base's id where
+	// the side also knows the row by an id of its own: it may be the
+	// side's own row that was handed the same id.
+	byBaseID := func(name string, id int64, cs []rowCopy) bool {
+		return moved[name][id] && slices.ContainsFunc(cs, func(c rowCopy) bool { return c.id == id })
+	}
+
 	out := map[string]*dv.RoaringPositionBitmap{}
 	var both, lost []int64
+	unsure := map[string][]int64{} // by side
 	for _, id := range slices.Sorted(maps.Keys(baseCopies)) {
 		b := baseCopies[id][0]
 		s, err := theCopy(b, src[id], srcFiles, "source", id)
@@ -508,7 +537,16 @@ func (rm *RowMerge) masks(ctx context.Context, files Files, merged *view) (map[s
 		switch {
 		case srcChanged && tgtChanged:
 			if len(s)+len(t) > 0 {
-				both = append(both, id) // updated on one side, changed on the other
+				// Updated on one side, changed on the other; unless the
+				// update is only a row sharing the id.
+				switch {
+				case byBaseID("target", id, t):
+					unsure["target"] = append(unsure["target"], id)
+				case byBaseID("source", id, s):
+					unsure["source"] = append(unsure["source"], id)
+				default:
+					both = append(both, id)
+				}
 				continue
 			}
 		case srcChanged:
@@ -529,7 +567,7 @@ func (rm *RowMerge) masks(ctx context.Context, files Files, merged *view) (map[s
 		kept := false
 		seen := map[rowCopy]bool{}
 		for _, c := range slices.Concat(s, t) {
-			c.lastSeq, c.inherited, c.inheritedID, c.content = 0, false, false, 0
+			c.id, c.lastSeq, c.inherited, c.inheritedID, c.content = 0, 0, false, false, 0
 			if seen[c] {
 				continue
 			}
@@ -556,6 +594,12 @@ func (rm *RowMerge) masks(ctx context.Context, files Files, merged *view) (map[s
 	if len(both) > 0 {
 		return nil, fmt.Errorf("%w: %d row(s) of data files rewritten on both sides were updated on one side and updated or deleted on the other: %s",
 			ErrRowConflict, len(both), rowIDNames(both))
+	}
+	for _, name := range []string{"target", "source"} {
+		if ids := unsure[name]; len(ids) > 0 {
+			return nil, fmt.Errorf("%w: %s is not unique on the %s: %d row(s) changed on one side have a copy there under that id which may instead be its own row given the same id, while it knows the row by another (rows an earlier merge listed there share ids with its own)",
+				ErrRowIDNotUnique, rowIDNames(ids), name, len(ids))
+		}
 	}
 	if len(lost) > 0 {
 		return nil, fmt.Errorf("%w: the version to keep of %d row(s) is not on the merged head: %s", ErrNotReplayable, len(lost), rowIDNames(lost))
@@ -663,8 +707,9 @@ type sideFile struct {
 
 // sideFiles returns what each of paths is on the side, or was when the
 // side removed it: from its live entry, else from the DELETED entry of the
-// side's snapshot that removed it.
-func sideFiles(ctx context.Context, files Files, side table.Metadata, v *view, paths []string) (map[string]sideFile, error) {
+// side's snapshot that removed it. The walk back through the side's
+// snapshots ends at the first whose manifest list stop holds.
+func sideFiles(ctx context.Context, files Files, side table.Metadata, v *view, paths []string, stop map[string]bool) (map[string]sideFile, error) {
 	out := map[string]sideFile{}
 	need := map[string]bool{}
 	for _, p := range paths {
@@ -675,7 +720,7 @@ func sideFiles(ctx context.Context, files Files, side table.Metadata, v *view, p
 		}
 	}
 	s := side.SnapshotByName(table.MainBranch)
-	for n := 0; s != nil && len(need) > 0 && n <= len(side.Snapshots()); n++ {
+	for n := 0; s != nil && len(need) > 0 && n <= len(side.Snapshots()) && !stop[s.ManifestList]; n++ {
 		mfs, err := readManifestList(ctx, files, *s)
 		if err != nil {
 			return nil, err

@@ -30,8 +30,10 @@ import (
 // manifest of its list whose range holds X, and the entry of that
 // manifest whose range holds X. On a side that has (or had) that file
 // under another first row id F, the row's id there is F plus the same
-// position. A snapshot expired from the base's metadata leaves its ids
-// unfollowed: they are looked up as they are, as before.
+// position; the side's history is searched for the file only back to the
+// snapshots it shares with the base, since a file listed before has the
+// same first row id on both. A snapshot expired from the base's metadata
+// leaves its ids unfollowed: they are looked up as they are, as before.
 
 // rowOrigin is where a row id was handed out: a data file and the first
 // row id it had then, so the row's position in it is id - first.
