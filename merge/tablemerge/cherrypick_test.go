@@ -89,8 +89,9 @@ func (f *fixture) appendRows(tbl *table.Table, ids ...int64) *table.Table {
 	return st.Table
 }
 
-// liveEntries returns the live entries of tbl's main, data and deletes.
-func liveEntries(t *testing.T, tbl *table.Table) []iceberg.ManifestEntry {
+// eachEntry calls fn with every entry of tbl's main and its manifest,
+// DELETED entries too unless discardDeleted.
+func eachEntry(t *testing.T, tbl *table.Table, discardDeleted bool, fn func(iceberg.ManifestFile, iceberg.ManifestEntry)) {
 	t.Helper()
 	fs, err := iceio.LoadFS(t.Context(), nil, tbl.Location())
 	if err != nil {
@@ -100,14 +101,22 @@ func liveEntries(t *testing.T, tbl *table.Table) []iceberg.ManifestEntry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []iceberg.ManifestEntry
 	for _, m := range manifests {
-		entries, err := m.FetchEntries(fs, true)
+		entries, err := m.FetchEntries(fs, discardDeleted)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, entries...)
+		for _, e := range entries {
+			fn(m, e)
+		}
 	}
+}
+
+// liveEntries returns the live entries of tbl's main, data and deletes.
+func liveEntries(t *testing.T, tbl *table.Table) []iceberg.ManifestEntry {
+	t.Helper()
+	var out []iceberg.ManifestEntry
+	eachEntry(t, tbl, true, func(_ iceberg.ManifestFile, e iceberg.ManifestEntry) { out = append(out, e) })
 	return out
 }
 
@@ -208,42 +217,28 @@ func TestCherryPickAppendOntoMovedHead(t *testing.T) {
 // row ids do not overlap.
 func checkEntries(t *testing.T, tbl *table.Table, seq, pickedID int64) {
 	t.Helper()
-	fs, err := iceio.LoadFS(t.Context(), nil, tbl.Location())
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifests, err := tbl.CurrentSnapshot().Manifests(fs)
-	if err != nil {
-		t.Fatal(err)
-	}
 	type span struct{ first, n int64 }
 	var spans []span
 	picked := 0
-	for _, m := range manifests {
-		entries, err := m.FetchEntries(fs, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			if m.SnapshotID() == tbl.CurrentSnapshot().SnapshotID {
-				picked++
-				if e.SequenceNum() != seq || m.SequenceNum() != seq {
-					t.Errorf("picked file %s: data sequence number %d, manifest %d, want %d", e.DataFile().FilePath(), e.SequenceNum(), m.SequenceNum(), seq)
-				}
-				if e.SnapshotID() != pickedID {
-					t.Errorf("picked file %s: snapshot %d", e.DataFile().FilePath(), e.SnapshotID())
-				}
-			} else if e.SequenceNum() >= seq {
-				t.Errorf("head file %s: sequence number %d, not older than the pick's %d", e.DataFile().FilePath(), e.SequenceNum(), seq)
+	eachEntry(t, tbl, false, func(m iceberg.ManifestFile, e iceberg.ManifestEntry) {
+		if m.SnapshotID() == tbl.CurrentSnapshot().SnapshotID {
+			picked++
+			if e.SequenceNum() != seq || m.SequenceNum() != seq {
+				t.Errorf("picked file %s: data sequence number %d, manifest %d, want %d", e.DataFile().FilePath(), e.SequenceNum(), m.SequenceNum(), seq)
 			}
-			if tbl.Metadata().Version() >= 3 {
-				if e.DataFile().FirstRowID() == nil {
-					t.Fatalf("v3 file %s has no first row id", e.DataFile().FilePath())
-				}
-				spans = append(spans, span{*e.DataFile().FirstRowID(), e.DataFile().Count()})
+			if e.SnapshotID() != pickedID {
+				t.Errorf("picked file %s: snapshot %d", e.DataFile().FilePath(), e.SnapshotID())
 			}
+		} else if e.SequenceNum() >= seq {
+			t.Errorf("head file %s: sequence number %d, not older than the pick's %d", e.DataFile().FilePath(), e.SequenceNum(), seq)
 		}
-	}
+		if tbl.Metadata().Version() >= 3 {
+			if e.DataFile().FirstRowID() == nil {
+				t.Fatalf("v3 file %s has no first row id", e.DataFile().FilePath())
+			}
+			spans = append(spans, span{*e.DataFile().FirstRowID(), e.DataFile().Count()})
+		}
+	})
 	if picked == 0 {
 		t.Fatal("no manifest of the picked snapshot is listed")
 	}
