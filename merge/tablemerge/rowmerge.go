@@ -431,11 +431,7 @@ func (rm *RowMerge) masks(ctx context.Context, files Files, merged *view) (map[s
 	moved := map[string]map[int64]bool{}
 	side := func(name string, meta table.Metadata, v *view) (map[int64][]rowCopy, map[string]sideFile, []string, error) {
 		moved[name] = map[int64]bool{}
-		sf, err := sideFiles(ctx, files, meta, v, inQuestion, nil)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
-		}
-		of, err := sideFiles(ctx, files, meta, v, originPaths, shared)
+		sf, err := sideFiles(ctx, files, meta, v, inQuestion, originPaths, shared)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -446,7 +442,7 @@ func (rm *RowMerge) masks(ctx context.Context, files Files, merged *view) (map[s
 			if !ok {
 				continue
 			}
-			if f, ok := of[o.file]; ok && f.firstRowID != nil && *f.firstRowID != o.first {
+			if f, ok := sf[o.file]; ok && f.firstRowID != nil && *f.firstRowID != o.first {
 				sideID := *f.firstRowID + (id - o.first)
 				want[sideID] = append(want[sideID], id)
 				moved[name][id] = true
@@ -707,20 +703,33 @@ type sideFile struct {
 
 // sideFiles returns what each of paths is on the side, or was when the
 // side removed it: from its live entry, else from the DELETED entry of the
-// side's snapshot that removed it. The walk back through the side's
-// snapshots ends at the first whose manifest list stop holds.
-func sideFiles(ctx context.Context, files Files, side table.Metadata, v *view, paths []string, stop map[string]bool) (map[string]sideFile, error) {
+// side's snapshot that removed it. One walk back through the side's
+// snapshots serves both: paths are looked for through the whole history,
+// recent only back to the first snapshot whose manifest list shared holds.
+func sideFiles(ctx context.Context, files Files, side table.Metadata, v *view, paths, recent []string, shared map[string]bool) (map[string]sideFile, error) {
 	out := map[string]sideFile{}
-	need := map[string]bool{}
-	for _, p := range paths {
+	need := map[string]bool{}     // path → still looked for
+	isRecent := map[string]bool{} // of need: only since shared history
+	for i, p := range slices.Concat(paths, recent) {
 		if e, ok := v.data[p]; ok {
 			out[p] = sideFile{e.SequenceNum(), e.DataFile().FirstRowID()}
-		} else {
+		} else if !need[p] {
 			need[p] = true
+			isRecent[p] = i >= len(paths)
 		}
 	}
 	s := side.SnapshotByName(table.MainBranch)
-	for n := 0; s != nil && len(need) > 0 && n <= len(side.Snapshots()) && !stop[s.ManifestList]; n++ {
+	for n := 0; s != nil && len(need) > 0 && n <= len(side.Snapshots()); n++ {
+		if shared[s.ManifestList] {
+			for p := range need {
+				if isRecent[p] {
+					delete(need, p)
+				}
+			}
+			if len(need) == 0 {
+				break
+			}
+		}
 		mfs, err := readManifestList(ctx, files, *s)
 		if err != nil {
 			return nil, err
